@@ -1,0 +1,34 @@
+# Thin wrappers over scripts/ (which also work without make).
+.PHONY: help env lab test bench clean distclean
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+help:
+	@echo "make lab        JupyterLab on notebooks/ (creates .venv on first use)"
+	@echo "make test       all tests: unit, browser, binder env, nbval  (scripts/test.sh)"
+	@echo "make bench      run benchmarks/*.py"
+	@echo "make clean      remove caches, build files and screenshots (keeps .venv)"
+	@echo "make distclean  clean + remove .venv"
+
+env:
+	bash scripts/setup-env.sh
+
+lab:
+	bash scripts/lab.sh
+
+test:
+	bash scripts/test.sh
+
+bench: env
+	@set -e; found=0; for f in benchmarks/*.py; do \
+	  [ -e "$$f" ] || continue; found=1; \
+	  echo "== $$f"; $(PY) "$$f"; \
+	done; [ $$found = 1 ] || echo "no benchmarks/*.py yet"
+
+clean:
+	rm -rf screenshots .pytest_cache .hypothesis build dist *.egg-info .ci-state
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -print0 | xargs -0 rm -rf
+
+distclean: clean
+	rm -rf $(VENV)

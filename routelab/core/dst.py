@@ -1,0 +1,226 @@
+"""The protocol-independent destination cache.
+
+Kernel: net/core/dst.c, include/net/dst.h (2.4.18, 2.6.11).
+
+What matters for the stories:
+
+* ``entries`` counts every dst that has been allocated and not yet
+  *destroyed*.  An entry unhashed from the route cache but still waiting for
+  an RCU grace period, or parked on the garbage list because a packet still
+  holds it, still counts against ``gc_thresh`` and ``max_size``.
+* ``dst_alloc`` runs the family's garbage collector whenever ``entries``
+  exceeds ``gc_thresh`` and fails (the packet is dropped) if the GC fails.
+* ``dst_free`` destroys an unreferenced entry at once; a referenced one goes
+  on ``dst_garbage_list``, which the ``dst_run_gc`` timer walks, destroying
+  the entries whose references have dropped.  The timer backs off while the
+  list stays non-empty: 0.1, 0.6, 1.6, 3.1, 5.1 ... s (DST_GC_MIN 0.1 s,
+  DST_GC_INC 0.5 s, DST_GC_MAX 120 s), and snaps back to 0.1 s when an entry
+  is added to a backed-off list.
+
+Simplifications: one global lock is not modelled (``spin_trylock`` never
+fails), and ``dst_destroy`` does not chain to child dsts (no xfrm bundles).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+__all__ = ["DstEntry", "DstOps", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX",
+           "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED"]
+
+DST_GC_MIN = 0.1     # HZ/10
+DST_GC_INC = 0.5     # HZ/2
+DST_GC_MAX = 120.0   # 120*HZ
+
+# Life-cycle states of an entry (for invariants and plots; the kernel infers
+# them from obsolete/refcnt and list membership).
+LIVE, HASHED, RCU_PENDING, GARBAGE, DESTROYED = range(5)
+
+
+class DstEntry:
+    """A dst_entry / rtable: a cached routing decision.
+
+    Only the fields the model uses.  ``key``/``ik`` identify the flow
+    (daddr<<32|saddr, iif<<8|tos); ``rtype``/``oif``/``gw`` are the routing
+    decision; ``refcnt`` counts packets (and lookups) holding the entry.
+    """
+
+    __slots__ = ("key", "ik", "refcnt", "lastuse", "use", "created", "expires", "valuable",
+                 "fast_clean", "output_route", "rtype", "oif", "gw", "obsolete", "state",
+                 "bucket", "rate_tokens", "rate_last", "uid")
+
+    def __init__(self, uid: int, now: float) -> None:
+        self.uid = uid
+        self.key = 0
+        self.ik = 0
+        self.refcnt = 0
+        self.lastuse = now
+        self.use = 0
+        self.created = now
+        self.expires = 0.0
+        self.valuable = False
+        self.fast_clean = False
+        self.output_route = False
+        self.rtype = 0
+        self.oif = -1
+        self.gw = 0
+        self.obsolete = 0
+        self.state = LIVE
+        self.bucket = -1
+        self.rate_tokens = 0
+        self.rate_last = 0.0
+
+    def __repr__(self) -> str:
+        return (f"DstEntry(uid={self.uid}, refcnt={self.refcnt}, state={self.state}, "
+                f"lastuse={self.lastuse:.3f})")
+
+
+class DstOps:
+    """``dst_ops`` of one address family plus the dst garbage list.
+
+    Parameters
+    ----------
+    gc_thresh : int
+        ``dst_alloc`` calls ``gc`` when ``entries`` exceeds this.
+    gc : callable(now, cpu) -> (ok, seconds)
+        The family's garbage collector (``rt_garbage_collect``).
+    cost : dict
+        Seconds per call of ``dst_alloc``, ``dst_destroy``, ``dst_run_gc``,
+        ``dst_gc_entry`` (from :func:`routelab.costs.cost_table`).
+
+    Attributes
+    ----------
+    entries : int
+        Allocated and not yet destroyed (``ops->entries``).
+    garbage : list[DstEntry]
+        ``dst_garbage_list``.
+    gc_timer_at : float
+        When ``dst_run_gc`` fires next (``inf`` when not armed).
+    gc_timer_expires, gc_timer_inc : float
+        The backoff state (``dst_gc_timer_expires``/``_inc``).
+    """
+
+    def __init__(self, gc_thresh: int, gc: Callable | None, cost: dict) -> None:
+        self.gc_thresh = gc_thresh
+        self.gc = gc
+        self.entries = 0
+        self.garbage: list[DstEntry] = []
+        self.gc_timer_at = float("inf")
+        self.gc_timer_expires = DST_GC_MAX
+        self.gc_timer_inc = DST_GC_MAX
+        self._uid = 0
+        self._c_alloc = cost["dst_alloc"]
+        self._c_destroy = cost["dst_destroy"]
+        self._c_run = cost["dst_run_gc"]
+        self._c_entry = cost["dst_gc_entry"]
+        # statistics
+        self.allocated = 0
+        self.destroyed = 0
+        self.alloc_failed = 0
+        self.gc_runs = 0
+        self.gc_walked = 0
+        self.gc_run_log: list[tuple[float, int, int]] = []  # (time, walked, destroyed)
+
+    def dst_alloc(self, now: float, cpu: int):
+        """Allocate an entry, running the family GC first if over threshold.
+
+        Kernel: net/core/dst.c dst_alloc.
+
+        Returns
+        -------
+        (entry or None, seconds)
+            ``None`` when the GC failed: the caller drops the packet.
+        """
+        t = self._c_alloc
+        if self.gc is not None and self.entries > self.gc_thresh:
+            ok, gc_t = self.gc(now, cpu)
+            t += gc_t
+            if not ok:
+                self.alloc_failed += 1
+                return None, t
+        self._uid += 1
+        e = DstEntry(self._uid, now)
+        self.entries += 1
+        self.allocated += 1
+        return e, t
+
+    def dst_destroy(self, e: DstEntry) -> float:
+        """Free an entry for good; ``entries`` drops only here.
+
+        Kernel: net/core/dst.c dst_destroy.
+        """
+        if e.refcnt:
+            raise AssertionError(f"dst_destroy of a referenced entry {e!r}")
+        if e.state == DESTROYED:
+            raise AssertionError(f"double destroy of {e!r}")
+        e.state = DESTROYED
+        self.entries -= 1
+        self.destroyed += 1
+        return self._c_destroy
+
+    def dst_free(self, e: DstEntry, now: float) -> float:
+        """Release the cache's hold on an entry.
+
+        Kernel: include/net/dst.h dst_free, net/core/dst.c __dst_free.
+        Unreferenced: destroyed at once.  Referenced: parked on the garbage
+        list (``obsolete = 2``) and the GC timer armed at DST_GC_MIN if it had
+        backed off.
+        """
+        if e.obsolete > 1:
+            return 0.0
+        if e.refcnt == 0:
+            return self.dst_destroy(e)
+        e.obsolete = 2
+        e.state = GARBAGE
+        self.garbage.append(e)
+        if self.gc_timer_inc > DST_GC_INC:
+            self.gc_timer_inc = DST_GC_INC
+            self.gc_timer_expires = DST_GC_MIN
+            self.gc_timer_at = now + DST_GC_MIN
+        return 0.0
+
+    def dst_run_gc(self, now: float) -> float:
+        """The dst GC timer: destroy garbage entries whose refcnt reached 0.
+
+        Kernel: net/core/dst.c dst_run_gc.  Walks the whole list; the cost
+        grows with the number of entries still held by queued packets.
+        """
+        self.gc_runs += 1
+        t = self._c_run
+        keep = []
+        destroyed = 0
+        for e in self.garbage:
+            if e.refcnt:
+                keep.append(e)
+            else:
+                t += self.dst_destroy(e)
+                destroyed += 1
+        walked = len(self.garbage)
+        t += walked * self._c_entry
+        self.gc_walked += walked
+        self.garbage = keep
+        self.gc_run_log.append((now, walked, destroyed))
+        if not keep:
+            self.gc_timer_inc = DST_GC_MAX
+            self.gc_timer_at = float("inf")
+            return t
+        self.gc_timer_expires = min(self.gc_timer_expires + self.gc_timer_inc, DST_GC_MAX)
+        self.gc_timer_inc += DST_GC_INC
+        self.gc_timer_at = now + self.gc_timer_expires
+        return t
+
+
+def dst_hold(e: DstEntry) -> None:
+    """Take a reference.  Kernel: include/net/dst.h dst_hold."""
+    e.refcnt += 1
+
+
+def dst_release(e: DstEntry) -> None:
+    """Drop a reference.  Kernel: include/net/dst.h dst_release.
+
+    Like the kernel, releasing the last reference of an obsolete entry does
+    *not* destroy it; the dst GC timer will.
+    """
+    if e.refcnt <= 0:
+        raise AssertionError(f"dst_release below zero: {e!r}")
+    e.refcnt -= 1

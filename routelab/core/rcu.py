@@ -1,0 +1,184 @@
+"""Read-copy-update: deferred freeing of route-cache entries.
+
+Kernel: kernel/rcupdate.c, kernel/softirq.c (2.6.0, 2.6.11); LKML
+<20040331214342.GD4543@in.ibm.com> (call_rcu_bh, Dipankar Sarma, 1 Apr 2004).
+
+A route-cache entry taken out of its hash chain may still be in use by a
+reader on another CPU, so it is handed to ``call_rcu`` and freed only after a
+*grace period*: an interval during which every CPU has passed a quiescent
+state.  Until then it still counts in ``dst_ops.entries``.
+
+Which events are quiescent states depends on the kernel (``mode``):
+
+=========  ================================================================
+mode       quiescent states
+=========  ================================================================
+none       (2.4) no RCU: ``rt_free`` calls ``dst_free`` at once
+vanilla    context switch, timer tick in user mode, idle (2.6.0)
+iter       vanilla + the end of each ``__do_softirq`` invocation (the earlier
+           rcu-softirq patch; our reading of "each full pass of the softirq
+           loop")
+bh         vanilla + the completion of every softirq handler (call_rcu_bh)
+=========  ================================================================
+
+Model of the machinery (simplified classic RCU):
+
+* ``call_rcu`` puts the callback on the CPU's ``nxt`` list.
+* When a CPU has no batch waiting (``cur`` empty) its ``nxt`` list becomes
+  the ``cur`` batch; a grace period starts if none is running.
+* A grace period ends when every CPU has reported a quiescent state after
+  it started.  Every ``cur`` batch it covered moves to ``done``.
+* ``done`` callbacks run from the per-CPU RCU tasklet, at most ``maxbatch``
+  per run (0 = all); the tasklet runs when the CPU next processes softirqs.
+
+Simplification: grace periods start the moment a batch is queued rather
+than at the next tick, and a CPU's quiescent state counts from the instant
+the grace period started (the kernel waits for each CPU to notice it).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable
+
+from .dst import RCU_PENDING
+
+__all__ = ["Rcu", "QS_KINDS"]
+
+QS_KINDS = {
+    "none": frozenset(),
+    "vanilla": frozenset({"idle", "user_tick", "ctxsw"}),
+    "iter": frozenset({"idle", "user_tick", "ctxsw", "softirq_loop"}),
+    "bh": frozenset({"idle", "user_tick", "ctxsw", "softirq_loop", "softirq_handler"}),
+}
+
+
+class Rcu:
+    """RCU state of a run.
+
+    Parameters
+    ----------
+    mode : str
+        ``none``, ``vanilla``, ``iter`` or ``bh``.
+    ncpus : int
+    maxbatch : int
+        Callbacks per tasklet run (0 = unlimited).
+    free : callable(entry, now) -> seconds
+        What a callback does (``dst_rcu_free`` -> ``dst_free``).
+    cost : dict
+        Seconds for ``rcu_callback`` and ``rcu_tasklet``.
+    """
+
+    def __init__(self, mode: str, ncpus: int, maxbatch: int,
+                 free: Callable, cost: dict) -> None:
+        if mode not in QS_KINDS:
+            raise ValueError(f"unknown RCU mode {mode!r}")
+        self.mode = mode
+        self.qs_kinds = QS_KINDS[mode]
+        self.ncpus = ncpus
+        self.maxbatch = maxbatch
+        self.free = free
+        self._c_cb = cost["rcu_callback"]
+        self._c_tasklet = cost["rcu_tasklet"]
+        self.nxt = [[] for _ in range(ncpus)]
+        self.cur = [[] for _ in range(ncpus)]
+        self.done = [deque() for _ in range(ncpus)]
+        self.pending = 0              # callbacks queued and not yet invoked
+        self.gp_active = False
+        self.gp_start = 0.0
+        self.waiting = [False] * ncpus
+        self.nwaiting = 0
+        self.gp_log: list[tuple[float, float]] = []   # (start, end) of each grace period
+        self.invoked = 0
+
+    # -- queueing -----------------------------------------------------------
+    def call_rcu(self, cpu: int, entry, now: float) -> float:
+        """Queue ``entry`` to be freed after a grace period.
+
+        Kernel: kernel/rcupdate.c call_rcu / call_rcu_bh.
+        Returns the seconds charged now (the free itself is charged when the
+        callback runs).
+        """
+        if self.mode == "none":
+            return self.free(entry, now)
+        entry.state = RCU_PENDING
+        self.nxt[cpu].append(entry)
+        self.pending += 1
+        if not self.cur[cpu]:
+            self._advance(cpu, now)
+        return 0.0
+
+    def _advance(self, cpu: int, now: float) -> None:
+        # nxt becomes the batch waiting for the next grace period
+        if self.nxt[cpu] and not self.cur[cpu]:
+            self.cur[cpu] = self.nxt[cpu]
+            self.nxt[cpu] = []
+            if not self.gp_active:
+                self._start_gp(now)
+
+    def _start_gp(self, now: float) -> None:
+        self.gp_active = True
+        self.gp_start = now
+        self.waiting = [True] * self.ncpus
+        self.nwaiting = self.ncpus
+
+    # -- quiescent states ---------------------------------------------------
+    def quiescent(self, cpu: int, t: float, kind: str) -> None:
+        """Report that ``cpu`` passed an event of ``kind`` at time ``t``.
+
+        Ignored unless ``kind`` is a quiescent state in this mode.
+        """
+        if not self.gp_active or kind not in self.qs_kinds:
+            return
+        if t < self.gp_start or not self.waiting[cpu]:
+            return
+        self.waiting[cpu] = False
+        self.nwaiting -= 1
+        if self.nwaiting == 0:
+            self._complete(t)
+
+    def _complete(self, t: float) -> None:
+        self.gp_log.append((self.gp_start, t))
+        self.gp_active = False
+        for c in range(self.ncpus):
+            if self.cur[c]:
+                self.done[c].extend(self.cur[c])
+                self.cur[c] = []
+        restart = False
+        for c in range(self.ncpus):
+            if self.nxt[c] and not self.cur[c]:
+                self.cur[c] = self.nxt[c]
+                self.nxt[c] = []
+                restart = True
+        if restart:
+            self._start_gp(t)
+
+    # -- callbacks ----------------------------------------------------------
+    def has_done(self, cpu: int) -> bool:
+        return bool(self.done[cpu])
+
+    def rcu_tasklet(self, cpu: int, now: float) -> float:
+        """Run up to ``maxbatch`` ready callbacks of ``cpu``; return seconds.
+
+        Kernel: kernel/rcupdate.c rcu_process_callbacks / rcu_do_batch.
+        """
+        done = self.done[cpu]
+        if not done:
+            return 0.0
+        n = len(done) if self.maxbatch == 0 else min(self.maxbatch, len(done))
+        t = self._c_tasklet + n * self._c_cb
+        free = self.free
+        for _ in range(n):
+            t += free(done.popleft(), now)
+        self.pending -= n
+        self.invoked += n
+        return t
+
+    def grace_periods(self):
+        """Grace-period lengths in seconds (numpy array)."""
+        import numpy as np
+
+        if not self.gp_log:
+            return np.zeros(0)
+        a = np.asarray(self.gp_log)
+        return a[:, 1] - a[:, 0]

@@ -1,0 +1,174 @@
+"""The forwarding information base: routes, policy rules, longest-prefix match.
+
+Kernel: net/ipv4/fib_frontend.c, fib_hash.c fn_hash_lookup, fib_rules.c
+fib_lookup (2.4, 2.6.11; CONFIG_IP_MULTIPLE_TABLES).
+
+The FIB does not change during a run, so its answer for a packet depends
+only on the packet's header.  :meth:`Fib.fib_lookup` therefore works on
+whole arrays: the per-packet loop charges the lookup's cost only where the
+kernel would actually call it (every packet in kernel 2.0, only on a
+route-cache miss otherwise).
+
+Simplifications
+---------------
+* fn_hash's zones are not modelled as data structures; a lookup's cost is a
+  constant plus a constant per policy rule examined.
+* Multipath, nexthop dead flags and route metrics are not modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.skbuff import ip_to_int
+from ..errors import KnobError
+
+__all__ = ["Route", "Rule", "Fib", "RTN", "parse_prefix"]
+
+# Route types (subset of RTN_*).
+RTN = {"unicast": 0, "local": 1, "unreachable": 2, "blackhole": 3, "prohibit": 4,
+       "broadcast": 5}
+
+TABLE_LOCAL, TABLE_MAIN, TABLE_DEFAULT = 255, 254, 253
+
+
+def parse_prefix(text: str) -> tuple[int, int]:
+    """'10.0.0.0/8' -> (network int, prefix length)."""
+    try:
+        addr, _, plen = text.partition("/")
+        plen_i = int(plen) if plen else 32
+        if not 0 <= plen_i <= 32:
+            raise ValueError
+        net = ip_to_int(addr)
+    except ValueError:
+        raise KnobError("prefix", text, "an IPv4 prefix such as '10.1.0.0/16'") from None
+    mask = (0xFFFFFFFF << (32 - plen_i)) & 0xFFFFFFFF if plen_i else 0
+    return net & mask, plen_i
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One route: ``prefix/plen`` via ``oif`` (and ``gateway``) in ``table``."""
+
+    prefix: str
+    oif: int = 0
+    gateway: str | None = None
+    rtype: str = "unicast"
+    table: int = TABLE_MAIN
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A policy-routing rule (``ip rule``): selectors and the table to use.
+
+    ``src``/``dst`` are prefixes, ``tos`` an exact TOS value, ``iif`` an
+    interface index; ``None`` matches anything.
+    """
+
+    priority: int
+    table: int
+    src: str | None = None
+    dst: str | None = None
+    tos: int | None = None
+    iif: int | None = None
+
+
+@dataclass
+class Fib:
+    """Routes and rules of a router.
+
+    Parameters
+    ----------
+    routes : list of Route
+    rules : list of Rule, optional
+        Extra policy rules; the kernel's three default rules (0 local,
+        32766 main, 32767 default) are always present.
+    local_addrs : list of str
+        The router's own addresses (the ``local`` table).
+    """
+
+    routes: list = field(default_factory=list)
+    rules: list = field(default_factory=list)
+    local_addrs: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        rules = [Rule(0, TABLE_LOCAL), Rule(32766, TABLE_MAIN), Rule(32767, TABLE_DEFAULT)]
+        rules += list(self.rules)
+        self._rules = sorted(rules, key=lambda r: r.priority)
+        self._tables: dict[int, list] = {}
+        for a in self.local_addrs:
+            self._add(TABLE_LOCAL, ip_to_int(a), 32, RTN["local"], -1, 0)
+        for r in self.routes:
+            if r.rtype not in RTN:
+                raise KnobError("route type", r.rtype, "one of " + ", ".join(RTN))
+            net, plen = parse_prefix(r.prefix)
+            gw = ip_to_int(r.gateway) if r.gateway else 0
+            self._add(r.table, net, plen, RTN[r.rtype], r.oif, gw)
+        for rows in self._tables.values():
+            rows.sort(key=lambda row: -row[1])  # longest prefix first
+
+    def _add(self, table, net, plen, rtype, oif, gw) -> None:
+        self._tables.setdefault(table, []).append((net, plen, rtype, oif, gw))
+
+    @property
+    def n_rules(self) -> int:
+        return len(self._rules)
+
+    def fib_lookup(self, daddr, saddr, tos, iif):
+        """Resolve a route for each packet (vectorised).
+
+        Kernel: net/ipv4/fib_rules.c fib_lookup -> fn_hash_lookup.
+
+        Returns
+        -------
+        rtype : int8 array   RTN code; ``unreachable`` when nothing matched
+        oif : int16 array    output interface (-1 for local/unreachable)
+        gw : uint32 array    gateway (0 = on-link)
+        rules_examined : int16 array  policy rules the lookup walked
+        """
+        daddr = np.asarray(daddr, dtype=np.uint32)
+        saddr = np.asarray(saddr, dtype=np.uint32)
+        tos = np.asarray(tos, dtype=np.uint8)
+        iif = np.asarray(iif)
+        n = daddr.shape[0]
+        rtype = np.full(n, RTN["unreachable"], dtype=np.int8)
+        oif = np.full(n, -1, dtype=np.int16)
+        gw = np.zeros(n, dtype=np.uint32)
+        examined = np.zeros(n, dtype=np.int16)
+        pending = np.ones(n, dtype=bool)
+        for rule in self._rules:
+            if not pending.any():
+                break
+            sel = pending.copy()
+            examined[sel] += 1
+            if rule.src is not None:
+                net, plen = parse_prefix(rule.src)
+                sel &= _match(saddr, net, plen)
+            if rule.dst is not None:
+                net, plen = parse_prefix(rule.dst)
+                sel &= _match(daddr, net, plen)
+            if rule.tos is not None:
+                sel &= tos == rule.tos
+            if rule.iif is not None:
+                sel &= iif == rule.iif
+            if not sel.any():
+                continue
+            found = np.zeros(n, dtype=bool)
+            for net, plen, rt, o, g in self._tables.get(rule.table, []):
+                hit = sel & ~found & _match(daddr, net, plen)
+                if hit.any():
+                    rtype[hit] = rt
+                    oif[hit] = o
+                    gw[hit] = g
+                    found |= hit
+            pending &= ~found
+        return rtype, oif, gw, examined
+
+
+def _match(addr: np.ndarray, net: int, plen: int) -> np.ndarray:
+    if plen == 0:
+        return np.ones(addr.shape[0], dtype=bool)
+    mask = np.uint32((0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF)
+    return (addr & mask) == np.uint32(net)

@@ -1,0 +1,76 @@
+"""ip_forward: TTL, skb_cow, the TTL decrement (array stage).
+
+Kernel: net/ipv4/ip_forward.c ip_forward, ip_forward_finish;
+include/net/ip.h ip_decrease_ttl; include/linux/skbuff.h skb_cow
+(2.4.22, 2.6.11).
+
+Order of the checks (2.6.11): TTL <= 1 -> ICMP time exceeded and drop;
+``skb_cow`` (copy the packet if it is cloned or short of headroom);
+``ip_decrease_ttl`` (incremental checksum update, no recompute); redirect if
+the packet leaves by the interface it came in on.  The DF + too-big test is
+in ``ip_fragment`` on output (2.6.11; 2.4.22 did it here -- the outcome is
+the same: ICMP fragmentation needed, FragFails).
+
+None of this depends on cache or queue state, so it is computed for all
+packets at once; the per-packet loop charges the cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.checksum import csum_add
+from ..core.skbuff import PacketTrace, skb_cow_needed
+
+__all__ = ["ip_forward_plan", "ip_decrease_ttl", "FWD_OK", "FWD_TTL", "FWD_FRAG_NEEDED"]
+
+FWD_OK, FWD_TTL, FWD_FRAG_NEEDED = 0, 1, 2
+
+
+def ip_decrease_ttl(check, ttl):
+    """Decrement TTL and patch the header checksum incrementally.
+
+    Kernel: include/net/ip.h ip_decrease_ttl: the TTL is the high byte of a
+    16-bit header word, so lowering it by one raises the (complemented)
+    checksum by 0x0100, with end-around carry (RFC 1624).  Works on arrays.
+
+    Returns
+    -------
+    (new_check, new_ttl)
+    """
+    check = np.asarray(check, dtype=np.uint32)
+    new = csum_add(check, 0x0100)
+    return new.astype(np.uint16), (np.asarray(ttl, dtype=np.int32) - 1).astype(np.uint8)
+
+
+def ip_forward_plan(tr: PacketTrace, oif, mtu, cost: dict, copy_s_per_byte: float,
+                    ll_reserved: int) -> dict:
+    """Verdicts and costs of ip_forward for every packet.
+
+    Parameters
+    ----------
+    tr : PacketTrace
+    oif : array          output device per packet (from the FIB)
+    mtu : array          MTU per device
+    cost : dict          seconds per kernel function
+    copy_s_per_byte : float
+    ll_reserved : int    headroom skb_cow must guarantee (LL_RESERVED_SPACE)
+
+    Returns
+    -------
+    dict with ``fwd_verdict`` (FWD_*), ``cow`` (bool: skb_cow copied),
+    ``fwd_cost`` (seconds: ip_forward + skb_cow + ip_decrease_ttl +
+    ip_forward_finish).
+    """
+    verdict = np.zeros(len(tr), dtype=np.int8)
+    oif_c = np.maximum(np.asarray(oif), 0)
+    too_big = (tr.length > np.asarray(mtu)[oif_c]) & tr.df
+    verdict[too_big] = FWD_FRAG_NEEDED
+    verdict[tr.ttl <= 1] = FWD_TTL
+    cow = skb_cow_needed(tr.cloned, tr.headroom, ll_reserved) & (verdict != FWD_TTL)
+    # pskb_expand_head copies the linear data (the whole packet here)
+    cow_cost = np.where(cow, cost["skb_cow"] + tr.length * copy_s_per_byte, 0.0)
+    fwd = np.where(verdict == FWD_TTL, cost["ip_forward"],
+                   cost["ip_forward"] + cow_cost + cost["ip_decrease_ttl"]
+                   + cost["ip_forward_finish"])
+    return {"fwd_verdict": verdict, "cow": cow, "fwd_cost": fwd}

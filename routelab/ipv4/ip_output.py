@@ -1,0 +1,48 @@
+"""ip_output: fragmentation and handing packets to the device (array stage).
+
+Kernel: net/ipv4/ip_output.c ip_output, ip_finish_output, ip_fragment;
+net/core/dev.c dev_queue_xmit (2.4.22, 2.6.11).
+
+A packet longer than the output MTU is cut by ``ip_fragment`` (FragOKs,
+FragCreates); each fragment costs an allocation, a payload copy and its own
+trip through ``dev_queue_xmit`` and the driver.  Packets with DF set were
+already turned back by :func:`ip_forward_plan`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..costs import wire_bytes
+from .ip_fragment import fragment_plan
+
+__all__ = ["ip_output_plan"]
+
+
+def ip_output_plan(length, oif, mtu, df, cost: dict, copy_s_per_byte: float,
+                   out_napi) -> dict:
+    """Fragment counts, wire bytes and output cost of every packet.
+
+    Returns
+    -------
+    dict with ``nfrag`` (1 = not fragmented), ``wire_bytes`` (all fragments,
+    Ethernet framing included) and ``out_cost`` (seconds: ip_output,
+    ip_fragment per fragment with its payload copy, dev_queue_xmit, driver
+    transmit and TX completion per fragment; plus a TX-done interrupt per
+    fragment on non-NAPI drivers).
+    """
+    length = np.asarray(length, dtype=np.int64)
+    oif_c = np.maximum(np.asarray(oif), 0)
+    m = np.asarray(mtu, dtype=np.int64)[oif_c]
+    payload = np.maximum(length - 20, 0)
+    plan = fragment_plan(payload, np.clip(m, 68, 65535))
+    nfrag = np.where(np.asarray(df, dtype=bool), 1, plan.n_frags)
+    ip_total = np.where(nfrag > 1, payload + nfrag * 20, length)
+    # every fragment is its own Ethernet frame with its own framing overhead
+    wire = np.where(nfrag > 1, ip_total + nfrag * 38, wire_bytes(length))
+    per_frag = (cost["dev_queue_xmit"] + cost["hard_start_xmit"] + cost["tx_complete"]
+                + np.where(np.asarray(out_napi, dtype=bool), 0.0, cost["tx_irq"]))
+    frag_cost = np.where(nfrag > 1, nfrag * cost["ip_fragment"] + payload * copy_s_per_byte,
+                         0.0)
+    out = cost["ip_output"] + frag_cost + nfrag * per_frag
+    return {"nfrag": nfrag.astype(np.int64), "wire_bytes": wire, "out_cost": out}

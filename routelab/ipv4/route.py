@@ -1,0 +1,491 @@
+"""The IPv4 route cache and its garbage collection.
+
+Kernel: net/ipv4/route.c (2.4.18, 2.4.22, 2.6.11).
+
+Every input packet looks up the cache by (daddr, saddr, iif, tos).  A miss
+runs the slow path (martian checks, FIB lookup through the policy rules),
+allocates a new entry with ``dst_alloc`` and inserts it with
+``rt_intern_hash``.  ``dst_alloc`` calls :meth:`RouteCache.rt_garbage_collect`
+whenever the dst entry count exceeds ``gc_thresh``; when the GC fails with
+the count still at ``max_size`` the allocation is refused and the packet
+dropped ("dst cache overflow").
+
+The hit path itself (the chain walk of ``ip_route_input``) is inlined in the
+per-packet loop of :mod:`routelab.router` for speed; it uses this object's
+``table``, ``stat`` and cost fields and is documented there.
+
+Simplifications
+---------------
+* Routing decisions are precomputed per packet by :meth:`Fib.fib_lookup`
+  (the FIB is static during a run); the slow path charges their cost.
+* Only input routes are cached; the router's own output (ICMP) charges an
+  output lookup's cost but does not create cache entries.
+* ``rt_check_expire`` stops after its share of buckets; the kernel's extra
+  "jiffies changed" bail-out is not modelled.
+* Time is continuous; ages and the GC's ``expire`` are compared in jiffies
+  (integer halving, as the kernel does) using the profile's HZ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.dst import DESTROYED, GARBAGE, HASHED, DstEntry, DstOps
+from ..core.rcu import Rcu
+from ..kernels import KernelProfile
+from .fib import RTN
+
+__all__ = ["RouteCache", "rt_hash_size", "rt_hash_jhash", "rt_hash_fold", "STAT_FIELDS"]
+
+# /proc/net/rt_cache_stat columns, in kernel order.
+STAT_FIELDS = ("entries", "in_hit", "in_slow_tot", "in_slow_mc", "in_no_route", "in_brd",
+               "in_martian_dst", "in_martian_src", "out_hit", "out_slow_tot", "out_slow_mc",
+               "gc_total", "gc_ignored", "gc_goal_miss", "gc_dst_overflow",
+               "in_hlist_search", "out_hlist_search")
+(S_ENTRIES, S_IN_HIT, S_IN_SLOW_TOT, S_IN_SLOW_MC, S_IN_NO_ROUTE, S_IN_BRD, S_IN_MARTIAN_DST,
+ S_IN_MARTIAN_SRC, S_OUT_HIT, S_OUT_SLOW_TOT, S_OUT_SLOW_MC, S_GC_TOTAL, S_GC_IGNORED,
+ S_GC_GOAL_MISS, S_GC_DST_OVERFLOW, S_IN_HLIST_SEARCH, S_OUT_HLIST_SEARCH) = range(17)
+
+PAGE_SIZE = 4096
+BUCKET_BYTES = 8          # chain pointer + lock, 8-byte aligned on 32-bit (kernel.md s1)
+JHASH_GOLDEN_RATIO = 0x9E3779B9
+
+
+def rt_hash_size(ram_mb: int, rhash_entries: int | None = None) -> int:
+    """Number of route-cache hash buckets, as ``ip_rt_init`` sizes them.
+
+    Kernel: net/ipv4/route.c ip_rt_init (2.4.22, 2.6.11): about RAM/16384
+    bytes of table, rounded up to a power-of-two number of pages, 8 bytes a
+    bucket.  ``rhash_entries`` (boot parameter) overrides, rounded down to a
+    power of two.
+
+    >>> rt_hash_size(256)
+    2048
+    """
+    if rhash_entries:
+        return 1 << (int(rhash_entries).bit_length() - 1)
+    goal = ram_mb * (1 << 20) // 16384
+    order = 0
+    while (PAGE_SIZE << order) < goal:
+        order += 1
+    return (PAGE_SIZE << order) // BUCKET_BYTES
+
+
+def _u32(x):
+    return np.asarray(x, dtype=np.uint32)
+
+
+def rt_hash_jhash(daddr, saddr, iif, tos, rnd: int, mask: int):
+    """Bucket index: ``jhash_3words(daddr, saddr ^ (iif << 5), tos, rnd) & mask``.
+
+    Kernel: net/ipv4/route.c rt_hash_code (2.4.22, 2.6.11) with Bob Jenkins'
+    jhash_3words (include/linux/jhash.h).  Vectorised over numpy arrays.
+    """
+    with np.errstate(over="ignore"):
+        a = _u32(daddr) + np.uint32(JHASH_GOLDEN_RATIO)
+        b = (_u32(saddr) ^ (_u32(iif) << np.uint32(5))) + np.uint32(JHASH_GOLDEN_RATIO)
+        c = _u32(tos) + np.uint32(rnd & 0xFFFFFFFF)
+        for sa, sb, sc in ((13, 8, 13), (12, 16, 5), (3, 10, 15)):
+            a = a - b - c
+            a ^= c >> np.uint32(sa)
+            b = b - c - a
+            b ^= a << np.uint32(sb)
+            c = c - a - b
+            c ^= b >> np.uint32(sc)
+    return (c & np.uint32(mask)).astype(np.int64)
+
+
+def rt_hash_fold(daddr, saddr, iif, tos, rnd: int, mask: int):
+    """Bucket index of 2.4.18: an unkeyed XOR/shift fold (``rnd`` unused).
+
+    Kernel: net/ipv4/route.c rt_hash_code (2.4.18).  Anyone who knows it can
+    aim packets at one bucket: the weakness behind CVE-2003-0244.
+    """
+    d = _u32(daddr)
+    h = ((d & np.uint32(0xF0F0F0F0)) >> np.uint32(4)) | ((d & np.uint32(0x0F0F0F0F))
+                                                       << np.uint32(4))
+    h ^= (_u32(saddr) ^ (_u32(iif) << np.uint32(5))) ^ _u32(tos)
+    h ^= h >> np.uint32(16)
+    h ^= h >> np.uint32(8)
+    return (h & np.uint32(mask)).astype(np.int64)
+
+
+class RouteCache:
+    """The route cache of one run, with its GC state visible as attributes.
+
+    Parameters
+    ----------
+    kernel : KernelProfile
+    buckets : int
+        Hash buckets (power of two), see :func:`rt_hash_size`.
+    sysctl : dict
+        Resolved values of ``gc_thresh``, ``max_size``, ``gc_min_interval``,
+        ``gc_timeout``, ``gc_interval``, ``gc_elasticity``, ``secret_interval``.
+    ncpus : int
+    cost : dict
+        Seconds per kernel function (``CostTable.fn``).
+    rcu_maxbatch : int
+    rng : numpy.random.Generator
+        Source of the hash keys (``rt_hash_rnd``) and the first
+        ``rt_check_expire`` delay.
+
+    Attributes
+    ----------
+    expire, equilibrium, rover, last_gc
+        ``rt_garbage_collect``'s function-local statics (``expire`` in
+        jiffies, as in the kernel).
+    check_rover : int
+        ``rt_check_expire``'s saved bucket.
+    stat : list[list[int]]
+        Per-CPU ``rt_cache_stat`` counters (column 0 is filled on read).
+    hash_rnd : int
+        Current hash key.
+    """
+
+    def __init__(self, kernel: KernelProfile, buckets: int, sysctl: dict, ncpus: int,
+                 cost: dict, rcu_maxbatch: int, rng: np.random.Generator) -> None:
+        self.kernel = kernel
+        self.hz = kernel.hz
+        self.buckets = buckets
+        self.mask = buckets - 1
+        self.log = buckets.bit_length() - 1
+        self.table: list[list[DstEntry]] = [[] for _ in range(buckets)]
+        self.max_size = sysctl["max_size"]
+        self.gc_min_interval = sysctl["gc_min_interval"]
+        self.gc_timeout = sysctl["gc_timeout"]
+        self.gc_interval = sysctl["gc_interval"]
+        self.gc_elasticity = sysctl["gc_elasticity"]
+        self.secret_interval = sysctl["secret_interval"]
+        self.cost = cost
+        self.rng = rng
+        self.hash_rnd = int(rng.integers(0, 2**32))
+        self.ncpus = ncpus
+        self.stat = [[0] * 17 for _ in range(ncpus)]
+        self.dst = DstOps(sysctl["gc_thresh"], self.rt_garbage_collect, cost)
+        self.rcu = Rcu(kernel.rcu, ncpus, rcu_maxbatch, self.dst.dst_free, cost)
+        # rt_garbage_collect statics
+        self.expire = int(round(self.gc_timeout * self.hz))
+        self.equilibrium = 0
+        self.rover = 0
+        self.last_gc = -1e18
+        self.check_rover = 0
+        # timers
+        first = self.gc_interval
+        if kernel.check_expire_random:
+            first += float(rng.random()) * self.gc_interval
+        self.check_expire_at = first
+        self.secret_at = self.secret_interval if self.secret_interval > 0 else float("inf")
+        self.flushes = 0
+        self.hashed = 0             # entries currently in the table
+        self.gc_log: list[tuple] = []  # (time, cpu, outcome, buckets, entries_visited, freed)
+        self._hash = rt_hash_fold if kernel.hash == "fold" else rt_hash_jhash
+
+    # -- hashing --------------------------------------------------------------
+    def rt_hash(self, daddr, saddr, iif, tos):
+        """Bucket index for arrays of flows with the current key."""
+        return self._hash(daddr, saddr, iif, tos, self.hash_rnd, self.mask)
+
+    # -- scoring and expiry ---------------------------------------------------
+    def jiffies(self, t: float) -> int:
+        return int(t * self.hz)
+
+    def rt_score(self, e: DstEntry, now: float) -> int:
+        """Eviction score: lower goes first.
+
+        Kernel: net/ipv4/route.c rt_score.  Bit 31 = valuable; bit 30 =
+        output route or an ordinary (non broadcast/multicast/local) input
+        route; low 30 bits = NOT(age) in 2.6, the use count in 2.4.
+        """
+        if self.kernel.score == "age":
+            score = ~(self.jiffies(now) - self.jiffies(e.lastuse)) & ((1 << 30) - 1)
+        else:
+            score = min(e.use, (1 << 30) - 1)
+        if e.valuable:
+            score |= 1 << 31
+        if e.output_route or not e.fast_clean and e.rtype != RTN["local"]:
+            score |= 1 << 30
+        return score
+
+    def rt_may_expire(self, e: DstEntry, tmo1: int, tmo2: int, now_j: int) -> bool:
+        """May the GC free this entry?  (``tmo1``/``tmo2`` in jiffies)
+
+        Kernel: net/ipv4/route.c rt_may_expire: never while referenced; yes
+        once its own ``expires`` has passed; otherwise kept while young
+        enough (``tmo1``, or ``tmo2`` for valuable entries).
+        """
+        if e.refcnt:
+            return False
+        if e.expires and now_j >= self.jiffies(e.expires):
+            return True
+        age = now_j - self.jiffies(e.lastuse)
+        if (age <= tmo1 and not e.fast_clean) or (age <= tmo2 and e.valuable):
+            return False
+        return True
+
+    # -- freeing ----------------------------------------------------------------
+    def rt_free(self, e: DstEntry, now: float, cpu: int) -> float:
+        """Unhashed entry -> RCU (2.6) or straight to dst_free (2.4).
+
+        Kernel: net/ipv4/route.c rt_free / rt_drop.
+        """
+        self.hashed -= 1 if e.state == HASHED else 0
+        return self.cost["rt_free"] + self.rcu.call_rcu(cpu, e, now)
+
+    # -- slow path ------------------------------------------------------------
+    def ip_route_input_slow(self, now: float, cpu: int, key: int, ik: int, h: int,
+                            rtype: int, oif: int, gw: int, nrules: int, martian: int):
+        """Resolve a cache miss; return ``(entry, seconds, drop_reason)``.
+
+        Kernel: net/ipv4/route.c ip_route_input_slow.  ``martian`` is 0, 1
+        (martian source) or 2 (martian destination); martians are counted and
+        dropped without a cache entry.  A FIB failure makes a cached
+        *unreachable* entry (``in_no_route``) and the packet is dropped.
+        On success the entry comes back with a reference held for the packet.
+        ``drop_reason`` is ``None`` or one of ``"martian"``, ``"dst_overflow"``.
+        """
+        st = self.stat[cpu]
+        c = self.cost
+        t = c["ip_route_input_slow"]
+        if martian:
+            st[S_IN_MARTIAN_SRC if martian == 1 else S_IN_MARTIAN_DST] += 1
+            return None, t, "martian"
+        t += c["fib_lookup"] + nrules * c["fib_rule"]
+        if rtype == RTN["unreachable"] or rtype == RTN["blackhole"] or rtype == RTN["prohibit"]:
+            st[S_IN_NO_ROUTE] += 1
+        elif rtype == RTN["broadcast"]:
+            st[S_IN_BRD] += 1
+        else:
+            st[S_IN_SLOW_TOT] += 1
+        e, ta = self.dst.dst_alloc(now, cpu)
+        t += ta
+        if e is None:
+            return None, t, "dst_overflow"
+        e.key = key
+        e.ik = ik
+        e.rtype = rtype
+        e.oif = oif
+        e.gw = gw
+        e.fast_clean = rtype == RTN["broadcast"]
+        e.lastuse = now
+        e.use = 1
+        e.refcnt = 1          # the packet's reference (skb->dst)
+        e, ti = self.rt_intern_hash(e, h, now, cpu)
+        return e, t + ti, None
+
+    def rt_intern_hash(self, e: DstEntry, h: int, now: float, cpu: int):
+        """Insert a new entry at the head of its chain; return ``(entry, seconds)``.
+
+        Kernel: net/ipv4/route.c rt_intern_hash.  If an equal key is already
+        cached it is moved to the head and used instead.  Otherwise the chain
+        is trimmed by freeing its lowest-scoring unreferenced entry when it is
+        longer than ``gc_elasticity`` (2.6, 2.4) or, in 2.4.22+, longer than 1
+        with a non-valuable candidate; 2.4.18 never trims.  The ``nocache``
+        profile frees the new entry instead of inserting it (story 1's hack).
+        """
+        c = self.cost
+        t = c["rt_intern_hash"]
+        chain = self.table[h]
+        key, ik = e.key, e.ik
+        miss = c["chain_step"]
+        cand = None
+        min_score = 1 << 32
+        for pos, r in enumerate(chain):
+            t += miss
+            if r.key == key and r.ik == ik:
+                # someone raced us (or a nocache profile): reuse the cached one
+                del chain[pos]
+                chain.insert(0, r)
+                r.lastuse = now
+                r.use += 1
+                r.refcnt += 1
+                e.refcnt -= 1
+                t += self.rt_free(e, now, cpu)
+                return r, t
+            if r.refcnt == 0:
+                s = self.rt_score(r, now)
+                if s <= min_score:
+                    cand, min_score = r, s
+        if self.kernel.cache_insert == "nocache":
+            # Walter's hack: never insert; the packet keeps its own dst, which
+            # is freed at once and so lands on the dst garbage list.
+            t += self.rt_free(e, now, cpu)
+            return e, t
+        length = len(chain)
+        if cand is not None and self.kernel.intern != "none":
+            trim = length > self.gc_elasticity
+            if self.kernel.intern == "2.4" and length > 1 and not (min_score >> 31) & 1:
+                trim = True
+            if trim:
+                chain.remove(cand)
+                t += self.rt_free(cand, now, cpu)
+        chain.insert(0, e)
+        e.state = HASHED
+        e.bucket = h
+        self.hashed += 1
+        return e, t
+
+    # -- garbage collection ---------------------------------------------------
+    def rt_garbage_collect(self, now: float, cpu: int):
+        """Shrink the cache; return ``(ok, seconds)``.
+
+        Kernel: net/ipv4/route.c rt_garbage_collect (2.4.22, 2.6.11), called
+        from dst_alloc.  Always runs as if from softirq (the forwarding
+        path): one pass over the table at most.  See kernel.md s1 for the
+        steps; the code below follows them in order.
+        """
+        st = self.stat[cpu]
+        c = self.cost
+        st[S_GC_TOTAL] += 1
+        dst = self.dst
+        entries = dst.entries
+        t = c["rt_garbage_collect"]
+        if now - self.last_gc < self.gc_min_interval and entries < self.max_size:
+            st[S_GC_IGNORED] += 1
+            return True, t
+        buckets = self.buckets
+        goal = entries - (self.gc_elasticity << self.log)
+        if goal <= 0:
+            if self.equilibrium < dst.gc_thresh:
+                self.equilibrium = dst.gc_thresh
+            goal = entries - self.equilibrium
+            if goal > 0:
+                self.equilibrium += min(goal // 2, buckets)
+                goal = entries - self.equilibrium
+        else:
+            goal = max(goal // 2, buckets)
+            self.equilibrium = entries - goal
+        if now - self.last_gc >= self.gc_min_interval:
+            self.last_gc = now
+        if goal <= 0:
+            self.equilibrium += goal
+            return True, t + self._work_done()
+        # one pass, round-robin from the rover
+        now_j = self.jiffies(now)
+        expire = self.expire
+        table = self.table
+        mask = self.mask
+        k = self.rover
+        visited_b = visited_e = freed = 0
+        for _ in range(buckets):
+            k = (k + 1) & mask
+            visited_b += 1
+            chain = table[k]
+            if chain:
+                tmo = expire
+                keep = []
+                for r in chain:
+                    visited_e += 1
+                    if not self.rt_may_expire(r, tmo, expire, now_j):
+                        tmo >>= 1
+                        keep.append(r)
+                    else:
+                        t += self.rt_free(r, now, cpu)
+                        freed += 1
+                        goal -= 1
+                if len(keep) != len(chain):
+                    table[k] = keep
+            if goal <= 0:
+                break
+        self.rover = k
+        t += visited_b * c["gc_bucket"] + visited_e * c["gc_entry"]
+        if goal <= 0:
+            self.gc_log.append((now, cpu, "done", visited_b, visited_e, freed))
+            return True, t + self._work_done()
+        st[S_GC_GOAL_MISS] += 1
+        if self.expire:
+            self.expire >>= 1
+        if dst.entries < self.max_size:
+            self.gc_log.append((now, cpu, "miss", visited_b, visited_e, freed))
+            return True, t
+        st[S_GC_DST_OVERFLOW] += 1
+        self.gc_log.append((now, cpu, "overflow", visited_b, visited_e, freed))
+        return False, t
+
+    def _work_done(self) -> float:
+        self.expire += int(round(self.gc_min_interval * self.hz))
+        if (self.expire > int(round(self.gc_timeout * self.hz))
+                or self.dst.entries < self.dst.gc_thresh):
+            self.expire = int(round(self.gc_timeout * self.hz))
+        return 0.0
+
+    # -- timers -----------------------------------------------------------------
+    def rt_check_expire(self, now: float) -> float:
+        """Periodic timer: scan a share of the buckets, free idle entries.
+
+        Kernel: net/ipv4/route.c rt_check_expire.  Scans
+        ``buckets * gc_interval / gc_timeout`` buckets from its own rover;
+        entries whose own ``expires`` passed go even if referenced (they are
+        unhashed; the reference keeps them alive on the dst garbage list).
+        """
+        c = self.cost
+        t = c["rt_check_expire"]
+        now_j = self.jiffies(now)
+        tmo_base = int(round(self.gc_timeout * self.hz))
+        n = min(self.buckets, max(1, int(self.buckets * self.gc_interval / self.gc_timeout)))
+        k = self.check_rover
+        visited_e = 0
+        cpu = 0
+        for _ in range(n):
+            k = (k + 1) & self.mask
+            chain = self.table[k]
+            if not chain:
+                continue
+            tmo = tmo_base >> 1
+            keep = []
+            for r in chain:
+                visited_e += 1
+                if r.expires:
+                    if now_j < self.jiffies(r.expires):
+                        tmo >>= 1
+                        keep.append(r)
+                        continue
+                elif not self.rt_may_expire(r, tmo, tmo_base, now_j):
+                    tmo >>= 1
+                    keep.append(r)
+                    continue
+                t += self.rt_free(r, now, cpu)
+            if len(keep) != len(chain):
+                self.table[k] = keep
+        self.check_rover = k
+        self.check_expire_at = now + self.gc_interval
+        return t + n * c["gc_bucket"] + visited_e * c["gc_entry"]
+
+    def rt_run_flush(self, now: float, cpu: int = 0) -> float:
+        """Unhash and free every entry; pick a new hash key.
+
+        Kernel: net/ipv4/route.c rt_run_flush (via rt_cache_flush and
+        rt_secret_rebuild), which re-randomises ``rt_hash_rnd``.
+        """
+        self.hash_rnd = int(self.rng.integers(0, 2**32))
+        c = self.cost
+        t = 0.0
+        for k, chain in enumerate(self.table):
+            if chain:
+                for r in chain:
+                    t += self.rt_free(r, now, cpu)
+                self.table[k] = []
+        self.flushes += 1
+        return t + self.buckets * c["gc_bucket"]
+
+    def rt_secret_rebuild(self, now: float) -> float:
+        """``secret_interval`` timer: flush the cache with a new key."""
+        self.secret_at = now + self.secret_interval
+        return self.rt_run_flush(now)
+
+    # -- views ------------------------------------------------------------------
+    def stat_rows(self) -> list[list[int]]:
+        """Per-CPU rt_cache_stat rows, ``entries`` (global) in column 0."""
+        rows = []
+        for row in self.stat:
+            r = list(row)
+            r[S_ENTRIES] = self.dst.entries
+            rows.append(r)
+        return rows
+
+    def census(self) -> dict:
+        """Entries by life-cycle state (for invariants): hashed, rcu, garbage."""
+        return {"hashed": sum(len(ch) for ch in self.table), "rcu": self.rcu.pending,
+                "garbage": len(self.dst.garbage), "entries": self.dst.entries}
+
+
+__all__ += ["S_IN_HIT", "S_IN_HLIST_SEARCH", "S_GC_DST_OVERFLOW", "DESTROYED", "GARBAGE"]

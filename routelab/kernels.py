@@ -1,0 +1,126 @@
+"""Kernel profiles: coherent bundles of behaviour and defaults.
+
+The ``kernel`` knob picks one of these.  Each profile says which variant of
+each mechanism runs and which sysctl defaults apply, and where that comes
+from (tags refer to ``kernel.md``).
+
+=================  ==========================================================
+profile            what it is
+=================  ==========================================================
+``2.0``            No route cache: a FIB lookup per packet.  Story 1's
+                   baseline ("treat 2.0 as no route cache GC storm").
+``2.4.18``         Route cache with the unkeyed XOR/shift hash, no chain
+                   limit on insert, gc_min_interval 5 s, no secret rebuild,
+                   rt_score low bits = use count. [K2418]
+``2.4.24``         jhash keyed by ``rt_hash_rnd`` (re-randomised on flush),
+                   insert trims a chain when it is longer than gc_elasticity
+                   *or* longer than 1 with a non-valuable candidate (about 2
+                   ordinary entries per bucket), gc_min_interval 0.5 s,
+                   secret_interval 600 s, HZ=100, no RCU (rwlock per
+                   bucket: freed entries go straight to dst_free).  2.4.24
+                   itself was not read; we take 2.4.22 [K2422] as its model.
+``2.4.24-nocache`` 2.4.24 with story 1's hack: rt_intern_hash frees the new
+                   entry instead of inserting it, so every packet allocates,
+                   uses and frees its own dst, which lands on the dst garbage
+                   list while the packet still holds it.
+``2.6.0``          2.6-style insert (trim only above gc_elasticity), rt_score
+                   low bits = NOT(age), HZ=1000, NAPI drivers, entries freed
+                   through RCU with vanilla quiescent states (context switch,
+                   tick in user mode, idle). [K2611] for the route cache.
+``2.6.0-rcu-iter`` 2.6.0 + the earlier rcu-softirq patch: the end of each
+                   ``__do_softirq`` invocation (all its restarts) is also a
+                   quiescent state.  Our reading of "each full pass of the
+                   softirq loop"; stated as an interpretation.
+``2.6.0-rcu-bh``   2.6.0 + Dipankar Sarma's call_rcu_bh patch (1 Apr 2004):
+                   the completion of every softirq handler is a quiescent
+                   state for route-cache frees.
+``2.6.1``          Same route-cache behaviour as 2.6.0 (story 1's 2.6 box).
+=================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import KnobError
+
+__all__ = ["KernelProfile", "KERNELS", "kernel_profile"]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelProfile:
+    """Behaviour switches and sysctl defaults of one kernel.
+
+    Attributes
+    ----------
+    name : str
+    route_cache : bool
+        False: a FIB lookup per packet (2.0).
+    cache_insert : str
+        ``"normal"``, or ``"nocache"`` (free the new entry after use).
+    hash : str
+        ``"jhash"`` (keyed, 2.4.22+) or ``"fold"`` (2.4.18 unkeyed).
+    intern : str
+        Chain trimming on insert: ``"none"`` (2.4.18), ``"2.4"`` (elasticity
+        or >1 non-valuable), ``"2.6"`` (elasticity only).
+    score : str
+        rt_score low bits: ``"use"`` (2.4) or ``"age"`` (2.6).
+    rcu : str
+        ``"none"`` (2.4: free at once), ``"vanilla"``, ``"iter"``, ``"bh"``.
+    hz : int
+        Timer tick rate (jiffy = 1/hz).
+    napi : bool
+        Whether drivers poll (2.6) or interrupt per packet (2.4).
+    gc_min_interval : float
+        Default of net.ipv4.route.gc_min_interval, seconds.
+    secret_interval : float
+        Default of secret_interval (0 = no rt_secret_rebuild timer).
+    check_expire_random : bool
+        First rt_check_expire firing randomised in [interval, 2 interval).
+    source : str
+    """
+
+    name: str
+    route_cache: bool
+    cache_insert: str
+    hash: str
+    intern: str
+    score: str
+    rcu: str
+    hz: int
+    napi: bool
+    gc_min_interval: float
+    secret_interval: float
+    check_expire_random: bool
+    source: str
+
+
+KERNELS: dict[str, KernelProfile] = {p.name: p for p in [
+    KernelProfile("2.0", False, "normal", "jhash", "none", "use", "none", 100, False,
+                  0.5, 0.0, False,
+                  "Story 1's reference: plain FIB lookup per packet, no route cache."),
+    KernelProfile("2.4.18", True, "normal", "fold", "none", "use", "none", 100, False,
+                  5.0, 0.0, False, "[K2418] net/ipv4/route.c, net/core/dst.c"),
+    KernelProfile("2.4.24", True, "normal", "jhash", "2.4", "use", "none", 100, False,
+                  0.5, 600.0, True, "[K2422] taken as the model of 2.4.24"),
+    KernelProfile("2.4.24-nocache", True, "nocache", "jhash", "2.4", "use", "none", 100,
+                  False, 0.5, 600.0, True,
+                  "[K2422] + Wolfgang Walter's rt_intern_hash hack (story 1)"),
+    KernelProfile("2.6.0", True, "normal", "jhash", "2.6", "age", "vanilla", 1000, True,
+                  0.5, 600.0, True, "[K2611] route cache; vanilla 2.6.0 RCU (kernel.md s4)"),
+    KernelProfile("2.6.0-rcu-iter", True, "normal", "jhash", "2.6", "age", "iter", 1000, True,
+                  0.5, 600.0, True, "2.6.0 + earlier rcu-softirq patch (stories.md s2)"),
+    KernelProfile("2.6.0-rcu-bh", True, "normal", "jhash", "2.6", "age", "bh", 1000, True,
+                  0.5, 600.0, True,
+                  "2.6.0 + call_rcu_bh patch, LKML <20040331214342.GD4543@in.ibm.com>"),
+    KernelProfile("2.6.1", True, "normal", "jhash", "2.6", "age", "vanilla", 1000, True,
+                  0.5, 600.0, True, "[K2611] taken as the model of 2.6.1"),
+]}
+
+
+def kernel_profile(name: str) -> KernelProfile:
+    """Return the kernel profile ``name`` or raise KnobError."""
+    try:
+        return KERNELS[name]
+    except (KeyError, TypeError):
+        raise KnobError("kernel", name, "one of " + ", ".join(KERNELS)) from None

@@ -1,0 +1,248 @@
+"""The outcome of a run: per-packet arrays, time series, counters, summary.
+
+Every packet ends in exactly one outcome (the kernel's ``goto drop`` has a
+reason); :meth:`Result.conservation` checks that offered = sum of outcomes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["OUTCOMES", "OUTCOME_NAMES", "Result", "busy_in_bins"]
+
+OUTCOMES = {
+    "forwarded": 0,          # left on an output link
+    "local": 1,              # delivered to the router itself (ip_local_deliver)
+    "drop_rx_missed": 2,     # NIC: no descriptor and FIFO full (rx_missed/rx_fifo)
+    "drop_backlog": 3,       # netif_rx: per-CPU backlog full or throttled (softnet)
+    "drop_hdr": 4,           # ip_rcv: bad header (InHdrErrors)
+    "drop_martian": 5,       # ip_route_input_slow: martian source/destination
+    "drop_no_route": 6,      # FIB: unreachable/blackhole/prohibit
+    "drop_dst_overflow": 7,  # dst_alloc failed: "dst cache overflow"
+    "drop_ttl": 8,           # ip_forward: TTL <= 1, ICMP time exceeded
+    "drop_frag_needed": 9,   # DF set and larger than the MTU
+    "drop_qdisc": 10,        # output queue full
+}
+OUTCOME_NAMES = {v: k for k, v in OUTCOMES.items()}
+
+
+def busy_in_bins(starts, durs, edges) -> np.ndarray:
+    """Busy seconds inside each bin of ``edges`` for sorted, disjoint intervals."""
+    s = np.asarray(starts, dtype=np.float64)
+    d = np.asarray(durs, dtype=np.float64)
+    edges = np.asarray(edges, dtype=np.float64)
+    if s.size == 0:
+        return np.zeros(edges.size - 1)
+    order = np.argsort(s, kind="stable")
+    s, d = s[order], d[order]
+    cum = np.concatenate([[0.0], np.cumsum(d)])
+    idx = np.searchsorted(s, edges, side="right")          # intervals starting before x
+    last = np.maximum(idx - 1, 0)
+    partial = np.where(idx > 0, np.minimum(edges - s[last], d[last]), 0.0)
+    before = np.where(idx > 0, cum[idx - 1], 0.0)
+    b = before + np.maximum(partial, 0.0)
+    return np.diff(b)
+
+
+@dataclass
+class Result:
+    """Everything a run produced.
+
+    Attributes
+    ----------
+    packets : dict of numpy arrays
+        ``t``, ``dev``, ``kind``, ``tag``, ``outcome``, ``t_start``,
+        ``t_done``, ``t_depart`` -- one element per packet (injected echo
+        replies included, after the offered ones).
+    offered : int
+        Packets in the offered trace (``packets`` may hold more).
+    cpu : dict
+        ``t`` (bin starts), ``softirq``, ``user``, ``idle``: fractions per
+        CPU and bin, shape (ncpus, nbins).
+    cache : dict
+        Samples of ``entries``, ``hashed``, ``garbage``, ``rcu_pending``,
+        ``expire`` [s], ``equilibrium``, ``rover`` over time.
+    counters : dict
+        ``dev`` (per-device stats), ``ip`` (MIB), ``icmp``, ``softnet``,
+        ``rt_cache_stat`` (rows per CPU), ``dst``, ``rcu``.
+    profile : dict
+        Seconds per kernel function (a ``perf top``-like view).
+    ping : dict
+        ``seq``, ``sent``, ``back`` arrays of the echo requests seen.
+    """
+
+    router: object
+    duration: float
+    offered: int
+    packets: dict
+    cpu: dict
+    cache: dict
+    counters: dict
+    profile: dict
+    ping: dict
+    extra: dict = field(default_factory=dict)
+
+    # -- construction -------------------------------------------------------
+    @classmethod
+    def assemble(cls, run, tr, p, outcome, t_start, t_done, t_depart, T, DEV, KINDL, TAG, n0,
+                 stats, mib, icmp, softnet_dropped, softnet_throttled, time_squeeze, iv_s, iv_d,
+                 bin_s, rec, prof_loop, ping_rtt, ctxsw, ksoftirqd_wakeups) -> "Result":
+        r = run.r
+        duration = run.duration
+        packets = {
+            "t": np.asarray(T), "dev": np.asarray(DEV, dtype=np.int16),
+            "kind": np.asarray(KINDL, dtype=np.uint8), "tag": np.asarray(TAG, dtype=np.int32),
+            "outcome": np.asarray(outcome, dtype=np.int8), "t_start": np.asarray(t_start),
+            "t_done": np.asarray(t_done), "t_depart": np.asarray(t_depart),
+        }
+        nb = max(1, int(math.ceil(duration / bin_s)))
+        edges = np.arange(nb + 1) * bin_s
+        soft = np.vstack([busy_in_bins(iv_s[c], iv_d[c], edges) / bin_s
+                          for c in range(r.ncpus)])
+        soft = np.clip(soft, 0.0, 1.0)
+        other = 1.0 - soft
+        cpu = {"t": edges[:-1], "bin_s": bin_s, "softirq": soft,
+               "user": other if r.user_task else np.zeros_like(soft),
+               "idle": np.zeros_like(soft) if r.user_task else other,
+               "intervals": [(np.asarray(iv_s[c]), np.asarray(iv_d[c])) for c in range(r.ncpus)]}
+        cache = {k: np.asarray(v) for k, v in rec.items()}
+        cc = run.cache
+        counters = {
+            "dev": {"names": [d.name for d in r.devices], **{k: list(v) for k, v in stats.items()}},
+            "ip": dict(mib), "icmp": dict(icmp),
+            "softnet": {"dropped": list(softnet_dropped), "throttled": list(softnet_throttled),
+                        "time_squeeze": list(time_squeeze), "ctxsw": list(ctxsw),
+                        "ksoftirqd_wakeups": list(ksoftirqd_wakeups)},
+        }
+        if cc is not None:
+            counters["rt_cache_stat"] = cc.stat_rows()
+            counters["dst"] = {"entries": cc.dst.entries, "allocated": cc.dst.allocated,
+                               "destroyed": cc.dst.destroyed, "garbage": len(cc.dst.garbage),
+                               "gc_runs": cc.dst.gc_runs, "gc_walked": cc.dst.gc_walked,
+                               "alloc_failed": cc.dst.alloc_failed,
+                               "buckets": cc.buckets, "gc_thresh": cc.dst.gc_thresh,
+                               "max_size": cc.max_size, "flushes": cc.flushes}
+            gp = cc.rcu.grace_periods()
+            counters["rcu"] = {"mode": cc.rcu.mode, "pending": cc.rcu.pending,
+                               "invoked": cc.rcu.invoked, "grace_periods": int(gp.size)}
+            extra = {"grace_periods_s": gp, "gc_log": list(cc.gc_log),
+                     "dst_gc_log": list(cc.dst.gc_run_log)}
+        else:
+            extra = {"grace_periods_s": np.zeros(0), "gc_log": [], "dst_gc_log": []}
+        profile = _profile(run, p, packets["outcome"][:n0], prof_loop, counters)
+        seqs = sorted(ping_rtt)
+        ping = {"seq": np.asarray(seqs, dtype=np.int64),
+                "sent": np.asarray([ping_rtt[s][0] for s in seqs], dtype=np.float64),
+                "back": np.asarray([ping_rtt[s][1] for s in seqs], dtype=np.float64)}
+        return cls(r, duration, n0, packets, cpu, cache, counters, profile, ping, extra)
+
+    # -- checks ---------------------------------------------------------------
+    def outcome_counts(self, offered_only: bool = True) -> dict:
+        """Packets per outcome name."""
+        o = self.packets["outcome"][: self.offered] if offered_only else self.packets["outcome"]
+        counts = np.bincount(o.astype(np.int64), minlength=len(OUTCOMES))
+        return {name: int(counts[code]) for name, code in OUTCOMES.items()}
+
+    def conservation(self) -> bool:
+        """offered == forwarded + local + every drop reason (offered packets)."""
+        return sum(self.outcome_counts().values()) == self.offered
+
+    # -- summary ----------------------------------------------------------------
+    def summary(self) -> dict:
+        """A flat dict of named numbers."""
+        oc = self.outcome_counts()
+        soft = self.cpu["softirq"]
+        s = {
+            "offered_packets": self.offered,
+            "forwarded_packets": oc["forwarded"],
+            "local_packets": oc["local"],
+            "dropped_packets": self.offered - oc["forwarded"] - oc["local"],
+            "cpu_softirq_pct": round(100.0 * float(soft.mean()), 2),
+            "cpu_softirq_pct_max_cpu": round(100.0 * float(soft.mean(axis=1).max()), 2),
+        }
+        for name, v in oc.items():
+            if name.startswith("drop_"):
+                s[name] = v
+        s.update(self.ping_summary())
+        rows = self.counters.get("rt_cache_stat")
+        if rows is not None:
+            tot = np.asarray(rows).sum(axis=0)
+            from .ipv4.route import STAT_FIELDS
+            for i, f in enumerate(STAT_FIELDS):
+                if i:
+                    s[f] = int(tot[i])
+            s["route_cache_entries_max"] = int(self.cache["entries"].max()) \
+                if self.cache["entries"].size else 0
+            s["entries_end"] = int(self.counters["dst"]["entries"])
+            s["dst_garbage_max"] = int(self.cache["garbage"].max()) \
+                if self.cache["garbage"].size else 0
+            s["rcu_pending_max"] = int(self.cache["rcu_pending"].max()) \
+                if self.cache["rcu_pending"].size else 0
+        else:
+            for f in ("route_cache_entries_max", "gc_total", "gc_ignored", "gc_goal_miss",
+                      "gc_dst_overflow", "dst_garbage_max", "rcu_pending_max", "entries_end"):
+                s[f] = 0
+        return s
+
+
+    def ping_rtt_ms(self) -> tuple[np.ndarray, np.ndarray]:
+        """(send time [s], RTT [ms]) of every echo request; NaN RTT = lost."""
+        sent, back = self.ping["sent"], self.ping["back"]
+        rtt = (back - sent + self.extra.get("rtt_offset_s", 0.0)) * 1e3
+        return sent, rtt
+
+    def ping_summary(self) -> dict:
+        """p50/p95/max RTT (ms) and loss (%) of the pings, if any were sent."""
+        sent, rtt = self.ping_rtt_ms()
+        if sent.size == 0:
+            return {}
+        ok = rtt[np.isfinite(rtt)]
+        out = {"ping_loss_pct": round(100.0 * (1 - ok.size / sent.size), 2)}
+        if ok.size:
+            out.update(ping_rtt_ms_p50=round(float(np.percentile(ok, 50)), 3),
+                       ping_rtt_ms_p95=round(float(np.percentile(ok, 95)), 3),
+                       ping_rtt_ms_max=round(float(ok.max()), 3))
+        else:
+            out.update(ping_rtt_ms_p50=float("nan"), ping_rtt_ms_p95=float("nan"),
+                       ping_rtt_ms_max=float("nan"))
+        return out
+
+
+def _profile(run, p, outcome, prof_loop, counters) -> dict:
+    """Seconds per kernel function over the run (exclusive, approximate)."""
+    r = run.r
+    c = r.costs.fn
+    proc = outcome != OUTCOMES["drop_rx_missed"]
+    proc &= outcome != OUTCOMES["drop_backlog"]
+    napi = p["napi"][: outcome.size]
+    prof: dict[str, float] = {}
+
+    def add(name, secs):
+        if secs > 0:
+            prof[name] = prof.get(name, 0.0) + float(secs)
+
+    add("napi_poll_rx (driver RX)", c["napi_poll_rx"] * np.count_nonzero(proc & napi))
+    add("irq_rx (driver RX IRQ)", c["irq_rx"] * np.count_nonzero(proc & ~napi))
+    add("netif_rx", c["netif_rx"] * np.count_nonzero(proc & ~napi))
+    add("netif_receive_skb", c["netif_receive_skb"] * np.count_nonzero(proc))
+    add("ip_rcv", c["ip_rcv"] * np.count_nonzero(proc))
+    fwd = (outcome == OUTCOMES["forwarded"]) | (outcome == OUTCOMES["drop_qdisc"])
+    add("ip_forward+skb_cow+ip_decrease_ttl", float(p["fwd_cost"][: outcome.size][fwd].sum()))
+    add("ip_output+dev_queue_xmit+driver TX", float(p["out_cost"][: outcome.size][fwd].sum()))
+    rows = counters.get("rt_cache_stat")
+    if rows is not None:
+        tot = np.asarray(rows).sum(axis=0)
+        add("ip_route_input (hits)", (c["rt_hash"] + c["ip_route_input"]) * tot[1])
+        add("ip_route_input (chain walk)", c["chain_step"] * tot[15])
+        add("ip_route_input_slow+dst_alloc+rt_garbage_collect+rt_intern_hash",
+            prof_loop["rt_garbage_collect+slow"])
+    else:
+        add("fib_lookup (per packet)", float(np.broadcast_to(
+            p["route_hit_cost"], outcome.shape)[proc].sum()))
+    add("timers (rt_check_expire, dst_run_gc, rt_secret_rebuild)", prof_loop["timers"])
+    add("rcu_process_callbacks", prof_loop["rcu_tasklet"])
+    add("hard IRQ for packets dropped by netif_rx", prof_loop["rx_drop_irq"])
+    return dict(sorted(prof.items(), key=lambda kv: -kv[1]))

@@ -1,0 +1,24 @@
+"""Scenarios: one module per story, each with ``KNOBS`` and ``run(**knobs, seed=...)``.
+
+``run`` returns a :class:`routelab.result.Result` whose ``summary()`` is a
+flat dict of named numbers.  :data:`SCENARIOS` maps CLI names to modules.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from ..errors import KnobError
+
+__all__ = ["SCENARIOS", "get"]
+
+SCENARIOS = {
+    "ping": "routelab.scenarios.ping",
+}
+
+
+def get(name: str):
+    """Return the scenario module called ``name``."""
+    if name not in SCENARIOS:
+        raise KnobError("scenario", name, "one of " + ", ".join(SCENARIOS))
+    return import_module(SCENARIOS[name])

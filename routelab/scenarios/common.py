@@ -1,0 +1,43 @@
+"""Knobs shared by scenarios (kernel, CPU, route-cache sysctls, run control)."""
+
+from __future__ import annotations
+
+from ..hardware import CPUS
+from ..kernels import KERNELS
+from ..sysctl import SYSCTLS, Knob, validate_all
+
+__all__ = ["kernel_knob", "cpu_knob", "cache_knobs", "run_knobs", "resolve", "SYSCTL_NAMES"]
+
+# sysctls a scenario may pass straight to the Router
+SYSCTL_NAMES = ("gc_thresh", "max_size", "gc_min_interval", "gc_elasticity", "gc_timeout",
+                "gc_interval", "secret_interval", "ram_mb", "rhash_entries", "txqueuelen",
+                "netdev_max_backlog", "rcu_maxbatch")
+
+
+def kernel_knob(default: str) -> Knob:
+    return Knob("kernel", default, str, unit="", choices=tuple(KERNELS),
+                help="Kernel profile: route-cache, GC and RCU behaviour (routelab.kernels).")
+
+
+def cpu_knob(default: str) -> Knob:
+    return Knob("cpu", default, str, choices=tuple(CPUS),
+                help="CPU profile (routelab.hardware).")
+
+
+def cache_knobs(*names: str) -> list[Knob]:
+    return [SYSCTLS[n] for n in names]
+
+
+def run_knobs(duration: float, max_duration: float) -> list[Knob]:
+    return [Knob("duration", duration, float, 0.1, max_duration, "s",
+                 "Simulated seconds.", step=0.5)]
+
+
+def resolve(knobs: dict, given: dict) -> dict:
+    """Validate ``given`` against ``knobs`` (name -> Knob), filling defaults."""
+    return validate_all(knobs, given, what="knob of this scenario")
+
+
+def sysctl_of(values: dict) -> dict:
+    """The sysctl subset of resolved scenario values."""
+    return {k: values[k] for k in SYSCTL_NAMES if k in values}

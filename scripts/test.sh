@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Run every check the project has, the same way locally and in CI:
+#   1. scripts/setup-env.sh           (.venv, pinned requirements, routelab -e)
+#   2. Debian chromium for the browser tests (apt-get, only when root and missing)
+#   3. python -m pytest tests         (unit + property + browser + binder tests)
+#   4. python -m pytest --nbval notebooks/   (stored notebook outputs still hold)
+# Extra arguments are passed to both pytest runs, e.g.  bash scripts/test.sh -x -q
+# Exit status is non-zero if any stage fails.  The last line is a count summary.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${ROUTELAB_VENV:-$ROOT/.venv}/bin/python"
+START=$SECONDS
+
+say() { printf '\n[test.sh] %s\n' "$*"; }
+
+# The kernel inherits the environment: MPLBACKEND=Agg would make inline
+# figures vanish and break the stored-vs-fresh comparison, so never pass it on.
+unset MPLBACKEND
+
+say "setting up the environment"
+if ! bash scripts/setup-env.sh; then
+    echo "[test.sh] FAILED: scripts/setup-env.sh"
+    echo "summary: 0 passed, 1 failed"
+    exit 1
+fi
+
+# --- chromium for tests/browser --------------------------------------------
+CHROMIUM="${ROUTELAB_CHROMIUM:-/usr/bin/chromium}"
+if [[ ! -x "$CHROMIUM" ]]; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        say "installing Debian chromium for the browser tests (apt-get, ~30 s)"
+        log="$(mktemp /tmp/routelab-apt-chromium.XXXXXX.log)"
+        if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 \
+            && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >>"$log" 2>&1; then
+            echo "[test.sh] chromium installed: $("$CHROMIUM" --version 2>/dev/null | head -1)"
+        else
+            echo "[test.sh] WARNING: could not install chromium; last lines of $log:"
+            tail -n 20 "$log"
+        fi
+    else
+        echo "[test.sh] NOTE: $CHROMIUM not found and not root; browser tests will be skipped"
+        echo "[test.sh]       (unless ROUTELAB_REQUIRE_BROWSER=1, then they fail). Install: sudo apt-get install chromium"
+    fi
+fi
+
+REPORTS="$(mktemp -d /tmp/routelab-test-reports.XXXXXX)"
+trap 'rm -rf "$REPORTS"' EXIT
+
+# --- stage: unit/browser/binder tests -----------------------------------------
+say "stage 1/2: python -m pytest tests"
+"$PY" -m pytest tests --junitxml="$REPORTS/unit.xml" "$@"
+rc_unit=$?
+
+# --- stage: nbval ----------------------------------------------------------------
+say "stage 2/2: python -m pytest --nbval notebooks/"
+"$PY" -m pytest --nbval --nbval-current-env --nbval-cell-timeout=600 \
+    --nbval-sanitize-with tests/nbval_sanitize.cfg \
+    --junitxml="$REPORTS/nbval.xml" "$@" notebooks/
+rc_nbval=$?
+nbval_note=""
+if [[ $rc_nbval == 5 ]]; then
+    nbval_note=" (no notebooks collected)"
+    rc_nbval=0
+fi
+
+# --- summary ---------------------------------------------------------------------
+status() { if [[ $1 == 0 ]]; then echo "ok"; else echo "FAILED (pytest exit $1)"; fi; }
+counts="$("$PY" - "$REPORTS"/unit.xml "$REPORTS"/nbval.xml <<'PYEOF'
+import sys, xml.etree.ElementTree as ET
+tot = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+for path in sys.argv[1:]:
+    try:
+        root = ET.parse(path).getroot()
+    except Exception:
+        continue
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    for s in suites:
+        for k in tot:
+            tot[k] += int(s.get(k, 0) or 0)
+failed = tot["failures"] + tot["errors"]
+passed = tot["tests"] - failed - tot["skipped"]
+print(f"{passed} passed, {failed} failed, {tot['skipped']} skipped")
+PYEOF
+)"
+[[ -n "$counts" ]] || counts="0 passed, 0 failed"
+
+overall=0
+[[ $rc_unit == 0 && $rc_nbval == 0 ]] || overall=1
+# pytest exit 5 in stage 1 means "no tests ran" -- that is a failure, not a pass.
+say "unit/browser/binder tests: $(status $rc_unit); notebooks (nbval): $(status $rc_nbval)$nbval_note"
+if [[ $overall == 0 ]]; then
+    echo "[test.sh] ALL CHECKS PASSED in $((SECONDS - START)) s"
+else
+    echo "[test.sh] SOME CHECKS FAILED after $((SECONDS - START)) s"
+    [[ $counts == *" 0 failed"* ]] && counts="${counts/ 0 failed/ 1 failed}"
+fi
+echo "summary: $counts"
+exit $overall
