@@ -29,6 +29,13 @@ OUTCOMES = {
 OUTCOME_NAMES = {v: k for k, v in OUTCOMES.items()}
 
 
+def _farr(values: list) -> np.ndarray:
+    """A list of Python floats as a float64 array (fast path via the array module)."""
+    from array import array
+
+    return np.frombuffer(array("d", values), dtype=np.float64).copy()
+
+
 def busy_in_bins(starts, durs, edges) -> np.ndarray:
     """Busy seconds inside each bin of ``edges`` for sorted, disjoint intervals."""
     s = np.asarray(starts, dtype=np.float64)
@@ -54,8 +61,9 @@ class Result:
     Attributes
     ----------
     packets : dict of numpy arrays
-        ``t``, ``dev``, ``kind``, ``tag``, ``outcome``, ``t_start``,
-        ``t_done``, ``t_depart`` -- one element per packet (injected echo
+        ``t``, ``dev``, ``kind``, ``tag``, ``outcome``, ``t_start`` (the
+        CPU began processing), ``t_depart`` (last bit left the output link;
+        NaN if it never did) -- one element per packet (injected echo
         replies included, after the offered ones).
     offered : int
         Packets in the offered trace (``packets`` may hold more).
@@ -87,16 +95,17 @@ class Result:
 
     # -- construction -------------------------------------------------------
     @classmethod
-    def assemble(cls, run, tr, p, outcome, t_start, t_done, t_depart, T, DEV, KINDL, TAG, n0,
+    def assemble(cls, run, tr, p, outcome, t_start, t_depart, T, DEV, kinds, tags, n0,
                  stats, mib, icmp, softnet_dropped, softnet_throttled, time_squeeze, iv_s, iv_d,
                  bin_s, rec, prof_loop, ping_rtt, ctxsw, ksoftirqd_wakeups) -> "Result":
         r = run.r
         duration = run.duration
+        n = len(T)
         packets = {
-            "t": np.asarray(T), "dev": np.asarray(DEV, dtype=np.int16),
-            "kind": np.asarray(KINDL, dtype=np.uint8), "tag": np.asarray(TAG, dtype=np.int32),
-            "outcome": np.asarray(outcome, dtype=np.int8), "t_start": np.asarray(t_start),
-            "t_done": np.asarray(t_done), "t_depart": np.asarray(t_depart),
+            "t": _farr(T), "dev": np.fromiter(DEV, dtype=np.int16, count=n),
+            "kind": kinds, "tag": tags,
+            "outcome": np.fromiter(outcome, dtype=np.int8, count=n),
+            "t_start": _farr(t_start), "t_depart": _farr(t_depart),
         }
         nb = max(1, int(math.ceil(duration / bin_s)))
         edges = np.arange(nb + 1) * bin_s
@@ -238,7 +247,7 @@ def _profile(run, p, outcome, prof_loop, counters) -> dict:
         add("ip_route_input (hits)", (c["rt_hash"] + c["ip_route_input"]) * tot[1])
         add("ip_route_input (chain walk)", c["chain_step"] * tot[15])
         add("ip_route_input_slow+dst_alloc+rt_garbage_collect+rt_intern_hash",
-            prof_loop["rt_garbage_collect+slow"])
+            prof_loop["route_slow"])
     else:
         add("fib_lookup (per packet)", float(np.broadcast_to(
             p["route_hit_cost"], outcome.shape)[proc].sum()))

@@ -30,6 +30,7 @@ Simplifications (each also noted where it happens):
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -37,8 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import costs as _costs
-from .core.dst import dst_release
-from .core.skbuff import KIND, PacketTrace, skb_cow_needed
+from .core.skbuff import KIND, PacketTrace
 from .errors import KnobError
 from .hardware import CpuProfile, NicProfile, cpu_profile, nic_profile
 from .ipv4 import ip_forward as _ipf
@@ -53,6 +53,13 @@ from .sysctl import SYSCTLS
 __all__ = ["Device", "Router", "OUTCOMES"]
 
 O = OUTCOMES  # outcome codes
+# packet classes after the array stages
+C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_PING = range(8)
+MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
+USER_SLICE = 0.1           # nice-0 timeslice of the 2.6 O(1) scheduler, ~100 ms
+KSOFTIRQD_SLICE = 0.01     # nice-19 timeslice, 10 ms (MIN_TIMESLICE)
+# columns read only off the hot path (kept as numpy arrays)
+RARE = ("rtype", "gw", "nrules", "martian", "icmp_wire_s", "fifo_slots", "path_cost")
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
 
 
@@ -212,6 +219,7 @@ class _Run:
         mtu = np.array([d.mtu for d in devs], dtype=np.int64)
         speed = np.array([d.speed for d in devs], dtype=np.float64)
         iif = tr.iif.astype(np.int64)
+        self._kind = tr.kind
         p = {}
         p["cpu"] = dev_cpu[iif]
         p["napi"] = napi[iif]
@@ -250,6 +258,37 @@ class _Run:
         p["ik"] = (iif << 8) | tr.tos.astype(np.int64)
         return p
 
+    def _classify(self, p: dict) -> None:
+        """Collapse the array-stage verdicts into one class and one cost per packet."""
+        c = self.r.costs.fn
+        n = p["rtype"].shape[0]
+        cls = np.full(n, C_FWD, dtype=np.int8)
+        rt = p["rtype"]
+        unicast = rt == RTN["unicast"]
+        cls[unicast & (p["fwd_verdict"] == _ipf.FWD_TTL)] = C_TTL
+        cls[unicast & (p["fwd_verdict"] == _ipf.FWD_FRAG_NEEDED)] = C_FRAGNEED
+        cls[rt == RTN["local"]] = C_LOCAL
+        cls[~unicast & (rt != RTN["local"])] = C_NOROUTE
+        cls[p["martian"] != 0] = C_MARTIAN
+        cls[p["pre_drop"] != 0] = C_HDR
+        icmp = c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
+        path = np.select(
+            [cls == C_FWD, cls == C_TTL, cls == C_FRAGNEED, cls == C_LOCAL,
+             cls == C_NOROUTE, cls == C_MARTIAN, cls == C_HDR],
+            [p["fwd_cost"] + p["out_cost"], p["fwd_cost"] + icmp, p["fwd_cost"] + icmp,
+             p["local_cost"],
+             c["kfree_skb"] + np.where(rt == RTN["unreachable"], icmp, 0.0),
+             c["kfree_skb"], c["kfree_skb"]])
+        # forwarded echo requests/replies take the (slower) ping-tracking branch
+        ping = (cls == C_FWD) & ((self._kind == KIND["ping_request"])
+                                 | (self._kind == KIND["ping_reply"]))
+        cls[ping] = C_PING
+        hit = np.broadcast_to(p["route_hit_cost"], (n,))
+        p["cls"] = cls
+        p["path_cost"] = path
+        # everything a packet costs that does not depend on state
+        p["cost"] = p["rx_cost"] + np.where(cls == C_HDR, path, hit + path)
+
     # -- the loop --------------------------------------------------------------
     def _loop(self, tr: PacketTrace, bin_s: float, record_every: float) -> Result:
         r = self.r
@@ -261,63 +300,42 @@ class _Run:
         ncpu = r.ncpus
         devs = r.devices
         ndev = len(devs)
+        duration = self.duration
         p = self._prepare(tr)
+        self._classify(p)
         n0 = len(tr)
-
-        # --- per-packet columns as lists (appended to by injected packets) ---
-        T = tr.t.tolist()
-        DEV = tr.iif.astype(np.int64).tolist()
-        CPU = p["cpu"].tolist()
-        KEY = p["key"].tolist()
-        IK = p["ik"].tolist()
-        H = p["h"].tolist()
-        RTYPE = p["rtype"].tolist()
-        OIF = p["oif"].tolist()
-        GW = p["gw"].tolist()
-        NRULES = p["nrules"].tolist()
-        MART = p["martian"].tolist()
-        PRE = p["pre_drop"].tolist()
-        RXC = p["rx_cost"].tolist()
-        HITC = np.broadcast_to(p["route_hit_cost"], (n0,)).tolist()
-        FWDC = p["fwd_cost"].tolist()
-        FVERD = p["fwd_verdict"].tolist()
-        OUTC = p["out_cost"].tolist()
-        NFRAG = p["nfrag"].tolist()
-        WIRE = p["wire_s"].tolist()
-        IWIRE = p["icmp_wire_s"].tolist()
-        FIFO = p["fifo_slots"].tolist()
-        KINDL = tr.kind.tolist()
-        TAG = tr.tag.tolist()
-        COW = p["cow"].tolist()
-        LOCALC = float(p["local_cost"])
+        cols = self._columns(tr, p)
+        T, DEV, CPU, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE = cols
+        rare = self._rare = {name: p[name] for name in RARE}
+        rare["kind"], rare["tag"] = tr.kind, tr.tag
+        self._rare_extra = {}
+        RTYPE, GW, NRULES, MART = rare["rtype"], rare["gw"], rare["nrules"], rare["martian"]
 
         # per-packet results
         outcome = [0] * n0
         t_start = [0.0] * n0
-        t_done = [0.0] * n0
         t_depart = [math.nan] * n0
 
         # --- devices ---
         dev_napi = [bool(d.profile.napi and k.napi) for d in devs]
-        dev_cpu = [d.cpu for d in devs]
         ring = [d.ring for d in devs]
         txcap = [d.profile.tx_ring + (d.txqueuelen if d.txqueuelen is not None
                                       else r.sysctl["txqueuelen"]) for d in devs]
         # RX queue: per device for NAPI rings, per CPU backlog for netif_rx
-        rxq_of_dev = [di if dev_napi[di] else ndev + dev_cpu[di] for di in range(ndev)]
+        rxq_of_dev = [di if dev_napi[di] else ndev + devs[di].cpu for di in range(ndev)]
         rxq = [deque() for _ in range(ndev + ncpu)]
         throttle = [False] * ncpu
         backlog_max = r.sysctl["netdev_max_backlog"]
         budget = backlog_max
         stats = {name: [0] * ndev for name in (
             "rx_packets", "rx_errors", "rx_dropped", "rx_missed", "rx_fifo", "rnbc",
-            "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops",
-            "rx_bytes", "tx_bytes")}
+            "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops")}
         rx_packets = stats["rx_packets"]
+        tx_packets = stats["tx_packets"]
         softnet_dropped = [0] * ncpu
         softnet_throttled = [0] * ncpu
         time_squeeze = [0] * ncpu
-        txq = [deque() for _ in range(ndev)]   # (depart, dst or None)
+        txq = [deque() for _ in range(ndev)]   # (depart, dst or None), FIFO per link
         link_free = [0.0] * ndev
         next_tx = math.inf
 
@@ -328,13 +346,13 @@ class _Run:
         restarts = [0] * ncpu
         in_ksoftirqd = [False] * ncpu
         user = r.user_task
-        user_slice = 0.1        # nice 0 timeslice ~100 ms (2.6 O(1) scheduler)
-        ks_slice = 0.01         # nice 19 timeslice 10 ms
+        user_slice = USER_SLICE
         user_left = [user_slice] * ncpu
         ks_until = [0.0] * ncpu
         inv_t0 = [0.0] * ncpu
         iv_s = [[] for _ in range(ncpu)]   # softirq busy intervals: start
         iv_d = [[] for _ in range(ncpu)]   # duration
+        last_end = [-1.0] * ncpu           # end of the last interval (merge test)
         ctxsw = [0] * ncpu
         ksoftirqd_wakeups = [0] * ncpu
 
@@ -350,120 +368,89 @@ class _Run:
         step_c = c["chain_step"]
         slow = cache.ip_route_input_slow if cache is not None else None
         dstops = cache.dst if cache is not None else None
+        rcu_tick = jiffy
 
-        # --- timers (deadline -> work on CPU 0) ---
         def next_timer() -> float:
             if cache is None:
                 return math.inf
-            nt = min(cache.check_expire_at, cache.secret_at, dstops.gc_timer_at)
-            if use_rcu and rcu.pending:
-                nt = min(nt, rcu_tick)
-            return nt
+            nt_ = min(cache.check_expire_at, cache.secret_at, dstops.gc_timer_at)
+            if use_rcu and rcu.pending and rcu_tick < nt_:
+                nt_ = rcu_tick
+            return nt_
 
-        rcu_tick = jiffy
+        def flush_tx(now: float) -> None:
+            # TX completions up to ``now``: free the skbs, release their dsts.
+            # Reference counts are only *read* by the slow path, the GCs and
+            # the RCU callbacks, so completions are applied just before those
+            # run rather than after every packet (same result, less work).
+            for oq in txq:
+                while oq and oq[0][0] <= now:
+                    x = oq.popleft()[1]
+                    if x is not None:
+                        x.refcnt -= 1
+
         nt = next_timer()
-        rec_t = 0.0
+        rec_next = 0.0
         rec = {"t": [], "entries": [], "hashed": [], "garbage": [], "rcu_pending": [],
                "expire": [], "equilibrium": [], "rover": []}
-
-        mib = {"InReceives": 0, "InHdrErrors": 0, "InAddrErrors": 0, "ForwDatagrams": 0,
-               "InDelivers": 0, "InDiscards": 0, "OutRequests": 0, "OutNoRoutes": 0,
-               "OutDiscards": 0, "FragOKs": 0, "FragFails": 0, "FragCreates": 0}
-        icmp = {"OutMsgs": 0, "OutTimeExcds": 0, "OutDestUnreachs": 0, "OutRedirects": 0,
-                "OutEchoReps": 0, "InEchos": 0}
-        prof_loop = {"rt_garbage_collect+slow": 0.0, "timers": 0.0, "rcu_tasklet": 0.0,
-                     "route_hit": 0.0, "chain_walk": 0.0, "rx_drop_irq": 0.0, "icmp_send": 0.0}
-        ping_rtt = {}     # tag -> (t_sent, t_back)
+        mib = dict.fromkeys(("InReceives", "InHdrErrors", "InAddrErrors", "ForwDatagrams",
+                             "InDelivers", "InDiscards", "OutRequests", "OutNoRoutes",
+                             "OutDiscards", "FragOKs", "FragFails", "FragCreates"), 0)
+        icmp = dict.fromkeys(("OutMsgs", "OutTimeExcds", "OutDestUnreachs", "OutRedirects",
+                              "OutEchoReps", "InEchos"), 0)
+        prof_loop = dict.fromkeys(("route_slow", "timers", "rcu_tasklet", "rx_drop_irq"), 0.0)
+        ping_rtt: dict = {}
         reflect = r.reflect
-        dyn = []          # heap of injected packet indices by time
-        import heapq
+        dyn: list = []
+        heappush, heappop = heapq.heappush, heapq.heappop
 
         cost_drop_irq = c["irq_rx"] + c["netif_rx"] + c["kfree_skb"]
-        icmp_cost = c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
         rr = c["softirq_entry"]
-        n = n0
+        O_FWD, O_QDISC = O["forwarded"], O["drop_qdisc"]
+        in_receives = forw = 0
+        slow_total = 0.0
         i = 0
         while True:
-            # pick next packet: static trace or injected
+            # next packet: the offered trace or an injected echo reply
             if dyn and (i >= n0 or dyn[0][0] < T[i]):
-                j = heapq.heappop(dyn)[1]
+                j = heappop(dyn)[1]
             elif i < n0:
                 j = i
                 i += 1
             else:
                 break
             t = T[j]
-            # ---- timers and TX completions due by now ----
+            # ---- timers, samples and TX completions due by now ----
             if t >= nt:
-                while cache is not None:
-                    due = min(cache.check_expire_at, cache.secret_at, dstops.gc_timer_at,
-                              rcu_tick if (use_rcu and rcu.pending) else math.inf)
-                    if due > t:
-                        break
-                    if due == rcu_tick and use_rcu and rcu.pending:
-                        # a tick on every CPU: idle CPUs pass a quiescent state
-                        # and run their RCU tasklet
-                        for cc in range(ncpu):
-                            if busy[cc] <= due:
-                                rcu.quiescent(cc, due, "user_tick" if user else "idle")
-                        for cc in range(ncpu):
-                            if busy[cc] <= due and rcu.done[cc]:
-                                w = rcu.rcu_tasklet(cc, due)
-                                prof_loop["rcu_tasklet"] += w
-                                iv_s[cc].append(due)
-                                iv_d[cc].append(w)
-                                busy[cc] = due + w
-                        rcu_tick = (math.floor(t * hz) + 1) * jiffy
-                        continue
-                    w = 0.0
-                    if due == dstops.gc_timer_at:
-                        w = dstops.dst_run_gc(due)
-                    elif due == cache.check_expire_at:
-                        w = cache.rt_check_expire(due)
-                    else:
-                        w = cache.rt_secret_rebuild(due)
-                        # new hash key: re-hash every packet still to come
-                        self._rehash(tr, p, H, i)
-                    prof_loop["timers"] += w
-                    s0 = busy[0] if busy[0] > due else due
-                    if iv_s[0] and abs(iv_s[0][-1] + iv_d[0][-1] - s0) < 1e-12:
-                        iv_d[0][-1] += w
-                    else:
-                        iv_s[0].append(s0)
-                        iv_d[0].append(w)
-                    busy[0] = s0 + w
+                flush_tx(t)
+                rcu_tick = self._fire_timers(t, nt, busy, iv_s, iv_d, last_end, prof_loop,
+                                             rcu_tick, use_rcu, user, ncpu, hz, jiffy, tr, H, i)
                 nt = next_timer()
-            while rec_t <= t and rec_t <= self.duration:
-                self._record(rec, rec_t)
-                rec_t += record_every
-            if t >= next_tx:
-                next_tx = math.inf
-                for od in range(ndev):
-                    q = txq[od]
-                    while q and q[0][0] <= t:
-                        e = q.popleft()[1]
-                        if e is not None:
-                            dst_release(e)
-                    if q and q[0][0] < next_tx:
-                        next_tx = q[0][0]
+            if t >= rec_next:
+                while rec_next <= t and rec_next <= duration:
+                    self._record(rec, rec_next)
+                    rec_next += record_every
+                if rec_next > duration:
+                    rec_next = math.inf
 
             d = DEV[j]
             cpu = CPU[j]
             # ---- receive: NIC ring (NAPI) or per-CPU backlog (netif_rx) ----
-            qi = rxq_of_dev[d]
-            q = rxq[qi]
+            q = rxq[rxq_of_dev[d]]
             while q and q[0] <= t:
                 q.popleft()
             ql = len(q)
             if dev_napi[d]:
                 if ql >= ring[d]:
                     stats["rnbc"][d] += 1
-                    if ql >= ring[d] + FIFO[j]:
+                    if ql >= ring[d] + self._rare_of(j, "fifo_slots"):
+                        # no descriptor and the NIC FIFO is full: missed
                         stats["rx_missed"][d] += 1
                         stats["rx_fifo"][d] += 1
                         outcome[j] = O["drop_rx_missed"]
-                        t_start[j] = t_done[j] = t
+                        t_start[j] = t
                         continue
+                rx_packets[d] += 1
             else:
                 rx_packets[d] += 1     # e100 counts in its IRQ handler, before netif_rx
                 if ql > backlog_max or (ql and throttle[cpu]):
@@ -472,24 +459,24 @@ class _Run:
                         softnet_throttled[cpu] += 1
                     softnet_dropped[cpu] += 1
                     outcome[j] = O["drop_backlog"]
-                    # the hard IRQ still ran: it steals CPU time
+                    # the hard IRQ still ran and allocated the skb: CPU time lost
                     s0 = busy[cpu] if busy[cpu] > t else t
                     busy[cpu] = s0 + cost_drop_irq
                     prof_loop["rx_drop_irq"] += cost_drop_irq
-                    if iv_s[cpu] and abs(iv_s[cpu][-1] + iv_d[cpu][-1] - s0) < 1e-12:
+                    if s0 == last_end[cpu]:
                         iv_d[cpu][-1] += cost_drop_irq
                     else:
                         iv_s[cpu].append(s0)
                         iv_d[cpu].append(cost_drop_irq)
-                    t_start[j] = t_done[j] = t
+                    last_end[cpu] = s0 + cost_drop_irq
+                    t_start[j] = t
                     continue
                 if ql == 0:
                     throttle[cpu] = False
-            # ---- CPU: softirq loop structure ----
+            # ---- CPU: the softirq loop (net_rx_action, __do_softirq, ksoftirqd) ----
             b = busy[cpu]
-            extra = 0.0
             if b < t:
-                # CPU was idle (or in user mode) since b: a quiescent state
+                # the CPU was idle (or running the user task) since b
                 if rcu is not None and rcu.gp_active:
                     if user:
                         tick = (math.floor(b * hz) + 1) * jiffy
@@ -503,90 +490,35 @@ class _Run:
                 restarts[cpu] = 0
                 inv_t0[cpu] = t
                 in_ksoftirqd[cpu] = False
-                extra = rr
+                svc = rr
             else:
                 start = b
+                svc = 0.0
                 pn = pass_n[cpu] + 1
                 if pn > budget or start - pass_t0[cpu] >= jiffy:
-                    # net_rx_action returns (budget or one jiffy used up)
+                    # net_rx_action returns with work left (budget or a jiffy used up)
                     time_squeeze[cpu] += 1
-                    if rcu is not None:
-                        if qs_handler:
-                            rcu.quiescent(cpu, start, "softirq_handler")
-                        if use_rcu and rcu.done[cpu]:
-                            w = rcu.rcu_tasklet(cpu, start)
-                            prof_loop["rcu_tasklet"] += w
-                            extra += w
-                            nt = next_timer()
-                    restarts[cpu] += 1
-                    if restarts[cpu] >= 10:
-                        # __do_softirq gives up: wake ksoftirqd
-                        restarts[cpu] = 0
-                        if qs_loop and rcu is not None:
-                            rcu.quiescent(cpu, start, "softirq_loop")
-                        if not in_ksoftirqd[cpu]:
-                            ksoftirqd_wakeups[cpu] += 1
-                        if user and not in_ksoftirqd[cpu]:
-                            user_left[cpu] -= start - inv_t0[cpu]
-                            if user_left[cpu] > 0:
-                                # back to the user task until the next tick
-                                tick = (math.floor(start * hz) + 1) * jiffy
-                                user_left[cpu] -= tick - start
-                                if rcu is not None:
-                                    rcu.quiescent(cpu, tick, "user_tick")
-                                start = tick
-                            else:
-                                # timeslice used up: switch to ksoftirqd
-                                ctxsw[cpu] += 1
-                                if rcu is not None:
-                                    rcu.quiescent(cpu, start, "ctxsw")
-                                in_ksoftirqd[cpu] = True
-                                ks_until[cpu] = start + ks_slice
-                        elif not in_ksoftirqd[cpu]:
-                            ctxsw[cpu] += 1
-                            if rcu is not None:
-                                rcu.quiescent(cpu, start, "ctxsw")
-                            in_ksoftirqd[cpu] = True
-                            ks_until[cpu] = math.inf
-                        inv_t0[cpu] = start
-                    if in_ksoftirqd[cpu] and start >= ks_until[cpu]:
-                        # ksoftirqd's slice is over: the user task runs again
-                        ctxsw[cpu] += 1
-                        if rcu is not None:
-                            rcu.quiescent(cpu, start, "ctxsw")
-                        in_ksoftirqd[cpu] = False
-                        user_left[cpu] = user_slice
-                        inv_t0[cpu] = start
+                    start, w = self._softirq_boundary(
+                        cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
+                        in_ksoftirqd, ksoftirqd_wakeups, user, user_left, user_slice, inv_t0,
+                        ks_until, ctxsw, hz, jiffy, prof_loop)
+                    svc = rr + w
+                    if w:
+                        nt = next_timer()
                     pn = 1
                     pass_t0[cpu] = start
-                    extra += rr
                 pass_n[cpu] = pn
             q.append(start)
             t_start[j] = start
-            mib["InReceives"] += 1
-            if dev_napi[d]:
-                rx_packets[d] += 1
-            svc = RXC[j] + extra
-            pre = PRE[j]
-            if pre:
-                mib["InHdrErrors"] += 1
-                stats["rx_errors"][d] += 0
-                outcome[j] = O["drop_hdr"]
-                svc += c["kfree_skb"]
-                fin = start + svc
-                self._account(iv_s[cpu], iv_d[cpu], start, svc)
-                busy[cpu] = fin
-                t_done[j] = fin
-                continue
-            # ---- ip_route_input ----
+            in_receives += 1
+            cls = CLS[j]
+            svc += COST[j]
             e = None
-            rt = RTYPE[j]
-            oif = OIF[j]
-            if cache is not None:
+            if cls != C_HDR and cache is not None:
+                # ---- ip_route_input: walk the hash chain ----
                 key = KEY[j]
                 ik = IK[j]
                 h = H[j]
-                svc += HITC[j]
                 steps = 0
                 for x in table[h]:
                     if x.key == key and x.ik == ik:
@@ -597,160 +529,286 @@ class _Run:
                 if steps:
                     st[S_IN_HLIST_SEARCH] += steps
                     svc += steps * step_c
-                now = start
                 if e is not None:
                     st[S_IN_HIT] += 1
-                    e.lastuse = now
+                    e.lastuse = start
                     e.use += 1
                     e.refcnt += 1
-                    rt = e.rtype
-                    oif = e.oif
                 else:
-                    e, ts, why = slow(now, cpu, key, ik, h, rt, oif, GW[j], NRULES[j], MART[j])
+                    flush_tx(start)
+                    if j < n0:
+                        rt_, gw_, nr_, ma_ = int(RTYPE[j]), int(GW[j]), int(NRULES[j]), int(MART[j])
+                    else:
+                        rt_, gw_, nr_, ma_ = (self._rare_extra[j][kk] for kk in
+                                              ("rtype", "gw", "nrules", "martian"))
+                    e, ts, why = slow(start, cpu, key, ik, h, rt_, OIF[j], gw_, nr_, ma_)
                     svc += ts
-                    prof_loop["rt_garbage_collect+slow"] += ts
-                    nt = next_timer()   # the slow path may have armed dst GC / RCU
+                    slow_total += ts
+                    nt = next_timer()   # the slow path may have armed dst GC or RCU
                     if e is None:
-                        outcome[j] = O["drop_martian"] if why == "martian" else \
-                            O["drop_dst_overflow"]
-                        if why == "martian":
-                            mib["InAddrErrors"] += 1
-                        else:
+                        if why == "dst_overflow":
                             mib["InDiscards"] += 1
-                        svc += c["kfree_skb"]
+                            outcome[j] = O["drop_dst_overflow"]
+                        else:
+                            mib["InAddrErrors"] += 1
+                            outcome[j] = O["drop_martian"]
+                        # COST assumed a completed path; a refused packet is freed here
+                        svc += c["kfree_skb"] - self._path_cost_of(j)
                         fin = start + svc
-                        self._account(iv_s[cpu], iv_d[cpu], start, svc)
                         busy[cpu] = fin
-                        t_done[j] = fin
+                        if start == last_end[cpu]:
+                            iv_d[cpu][-1] += svc
+                        else:
+                            iv_s[cpu].append(start)
+                            iv_d[cpu].append(svc)
+                        last_end[cpu] = fin
                         continue
-            else:
-                svc += HITC[j]
-                if MART[j]:
-                    outcome[j] = O["drop_martian"]
-                    mib["InAddrErrors"] += 1
-                    svc += c["kfree_skb"]
-                    fin = start + svc
-                    self._account(iv_s[cpu], iv_d[cpu], start, svc)
-                    busy[cpu] = fin
-                    t_done[j] = fin
-                    continue
-            # ---- dispatch on the route type ----
-            if rt == 0:          # unicast: ip_forward
-                v = FVERD[j]
-                if v:
-                    # TTL <= 1 (ICMP time exceeded) or DF + too big (frag needed)
-                    svc += FWDC[j] + icmp_cost
-                    icmp["OutMsgs"] += 1
-                    if v == 1:
-                        outcome[j] = O["drop_ttl"]
-                        icmp["OutTimeExcds"] += 1
-                    else:
-                        outcome[j] = O["drop_frag_needed"]
-                        icmp["OutDestUnreachs"] += 1
-                        mib["FragFails"] += 1
-                    fin = start + svc
-                    self._emit_icmp(d, fin, IWIRE[j], txq, link_free, txcap, stats)
-                    next_tx = min(next_tx, txq[d][-1][0]) if txq[d] else next_tx
+            fin = start + svc
+            if cls == C_FWD or cls == C_PING:
+                # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
+                forw += 1
+                oif = OIF[j]
+                nf = NFRAG[j]
+                if nf > 1:
+                    mib["FragOKs"] += 1
+                    mib["FragCreates"] += nf
+                oq = txq[oif]
+                while oq and oq[0][0] <= fin:
+                    x = oq.popleft()[1]
+                    if x is not None:
+                        x.refcnt -= 1
+                if len(oq) >= txcap[oif]:
+                    stats["qdisc_drops"][oif] += 1
+                    mib["OutDiscards"] += 1
+                    outcome[j] = O_QDISC
+                    if e is not None:
+                        e.refcnt -= 1
                 else:
-                    svc += FWDC[j] + OUTC[j]
-                    fin = start + svc
-                    mib["ForwDatagrams"] += 1
-                    nf = NFRAG[j]
-                    if nf > 1:
-                        mib["FragOKs"] += 1
-                        mib["FragCreates"] += nf
-                    # dev_queue_xmit: qdisc + TX ring, then the wire
-                    oq = txq[oif]
-                    while oq and oq[0][0] <= fin:
-                        x = oq.popleft()[1]
-                        if x is not None:
-                            dst_release(x)
-                    if len(oq) >= txcap[oif]:
-                        stats["qdisc_drops"][oif] += 1
-                        mib["OutDiscards"] += 1
-                        outcome[j] = O["drop_qdisc"]
-                        if e is not None:
-                            dst_release(e)
-                    else:
-                        lf = link_free[oif]
-                        dep = (lf if lf > fin else fin) + WIRE[j]
-                        link_free[oif] = dep
-                        oq.append((dep, e))
-                        if dep < next_tx:
-                            next_tx = dep
-                        stats["tx_packets"][oif] += nf
-                        outcome[j] = O["forwarded"]
-                        t_depart[j] = dep
-                        kd = KINDL[j]
-                        if kd == 2 and oif in reflect:
-                            # the far end answers the echo request
-                            jn = self._inject_reply(tr, p, j, oif, dep + reflect[oif], T, DEV, CPU,
-                                                    KEY, IK, H, RTYPE, OIF, GW, NRULES, MART, PRE,
-                                                    RXC, HITC, FWDC, FVERD, OUTC, NFRAG, WIRE,
-                                                    IWIRE, FIFO, KINDL, TAG, COW, outcome,
-                                                    t_start, t_done, t_depart)
-                            heapq.heappush(dyn, (T[jn], jn))
-                            ping_rtt.setdefault(TAG[j], [T[j], math.nan])
-                        elif kd == 3:
-                            ping_rtt.setdefault(TAG[j], [math.nan, math.nan])[1] = dep
-                        e = None
-            elif rt == RTN["local"]:
-                svc += LOCALC
-                mib["InDelivers"] += 1
-                outcome[j] = O["local"]
-                fin = start + svc
-                if KINDL[j] == 2:
-                    icmp["InEchos"] += 1
-                    icmp["OutEchoReps"] += 1
-                    icmp["OutMsgs"] += 1
-                    dep = self._emit_icmp(d, fin, IWIRE[j], txq, link_free, txcap, stats)
-                    if txq[d]:
-                        next_tx = min(next_tx, txq[d][-1][0])
+                    lf = link_free[oif]
+                    dep = (lf if lf > fin else fin) + WIRE[j]
+                    link_free[oif] = dep
+                    oq.append((dep, e))
+                    tx_packets[oif] += nf
                     t_depart[j] = dep
-                    ping_rtt[TAG[j]] = [T[j], dep]
-                if e is not None:
-                    dst_release(e)
-                    e = None
-            else:                # unreachable / blackhole / prohibit
-                svc += c["kfree_skb"]
-                mib["OutNoRoutes"] += 0
-                outcome[j] = O["drop_no_route"]
-                if rt == RTN["unreachable"]:
-                    svc += icmp_cost
-                    icmp["OutMsgs"] += 1
-                    icmp["OutDestUnreachs"] += 1
-                fin = start + svc
-                if e is not None:
-                    dst_release(e)
-                    e = None
-            self._account(iv_s[cpu], iv_d[cpu], start, svc)
+                    if cls == C_PING:
+                        self._ping_forwarded(tr, j, oif, dep, cols, outcome, t_start, t_depart,
+                                             dyn, ping_rtt, reflect, T)
+            else:
+                self._other_path(cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap,
+                                 stats, mib, icmp, ping_rtt, T)
             busy[cpu] = fin
-            t_done[j] = fin
+            if start == last_end[cpu]:
+                iv_d[cpu][-1] += svc
+            else:
+                iv_s[cpu].append(start)
+                iv_d[cpu].append(svc)
+            last_end[cpu] = fin
 
+        mib["InReceives"] += in_receives
+        mib["ForwDatagrams"] += forw
+        prof_loop["route_slow"] = slow_total
         # ---- drain: transmit completions after the last arrival ----
-        for od in range(ndev):
-            for _, x in txq[od]:
+        for oq in txq:
+            for _, x in oq:
                 if x is not None:
-                    dst_release(x)
-            txq[od].clear()
-        while rec_t <= self.duration:
-            self._record(rec, rec_t)
-            rec_t += record_every
-        return Result.assemble(self, tr, p, outcome, t_start, t_done, t_depart, T, DEV, KINDL,
-                               TAG, n0, stats, mib, icmp, softnet_dropped, softnet_throttled,
+                    x.refcnt -= 1
+            oq.clear()
+        while rec_next <= duration:
+            self._record(rec, rec_next)
+            rec_next += record_every
+        kinds = np.concatenate([tr.kind, np.array([self._rare_extra[x]["kind"] for x in
+                                                   sorted(self._rare_extra)], dtype=np.uint8)])
+        tags = np.concatenate([tr.tag, np.array([self._rare_extra[x]["tag"] for x in
+                                                 sorted(self._rare_extra)], dtype=np.int32)])
+        return Result.assemble(self, tr, p, outcome, t_start, t_depart, T, DEV, kinds,
+                               tags, n0, stats, mib, icmp, softnet_dropped, softnet_throttled,
                                time_squeeze, iv_s, iv_d, bin_s, rec, prof_loop, ping_rtt,
                                ctxsw, ksoftirqd_wakeups)
 
-    # -- helpers ----------------------------------------------------------------
-    @staticmethod
-    def _account(starts: list, durs: list, s: float, d: float) -> None:
-        # merge back-to-back softirq work into one interval (keeps lists short)
-        if starts and abs(starts[-1] + durs[-1] - s) < 1e-12:
-            durs[-1] += d
-        else:
-            starts.append(s)
-            durs.append(d)
+    # -- pieces of the loop that run rarely ---------------------------------------
+    def _columns(self, tr: PacketTrace, p: dict) -> tuple:
+        """Hot per-packet columns as Python lists (fast to index in the loop)."""
+        return (tr.t.tolist(), tr.iif.astype(np.int64).tolist(), p["cpu"].tolist(),
+                p["key"].tolist(), p["ik"].tolist(), p["h"].tolist(), p["cls"].tolist(),
+                p["cost"].tolist(), p["oif"].tolist(), p["nfrag"].tolist(),
+                p["wire_s"].tolist())
 
+    def _rare_of(self, j: int, name: str):
+        """A rarely used column of packet ``j`` (offered or injected)."""
+        if j in self._rare_extra:
+            return self._rare_extra[j][name]
+        return self._rare[name][j].item()
+
+    def _path_cost_of(self, j: int) -> float:
+        return float(self._rare_of(j, "path_cost"))
+
+    def _ping_forwarded(self, tr, j, oif, dep, cols, outcome, t_start, t_depart, dyn, ping_rtt,
+                        reflect, T) -> None:
+        """Track an echo request/reply crossing the router; inject the far end's reply."""
+        kind = self._rare_of(j, "kind")
+        tag = self._rare_of(j, "tag")
+        if kind == KIND["ping_request"] and oif in reflect:
+            jn = self._inject_reply(tr, j, oif, dep + reflect[oif], cols, outcome, t_start,
+                                    t_depart)
+            heapq.heappush(dyn, (T[jn], jn))
+            ping_rtt.setdefault(tag, [T[j], math.nan])
+        elif kind == KIND["ping_reply"]:
+            ping_rtt.setdefault(tag, [math.nan, math.nan])[1] = dep
+
+    def _fire_timers(self, t, nt, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick, use_rcu,
+                     user, ncpu, hz, jiffy, tr, H, i) -> float:
+        """Run every timer due by ``t`` (on CPU 0, or on each CPU for RCU ticks)."""
+        cache = self.cache
+        dstops = cache.dst
+        rcu = cache.rcu
+        while True:
+            rcu_due = rcu_tick if (use_rcu and rcu.pending) else math.inf
+            due = min(cache.check_expire_at, cache.secret_at, dstops.gc_timer_at, rcu_due)
+            if due > t:
+                return rcu_tick
+            if due == rcu_due:
+                # a tick on every CPU: idle ones pass a quiescent state and run
+                # their RCU tasklet
+                for cc in range(ncpu):
+                    if busy[cc] <= due:
+                        rcu.quiescent(cc, due, "user_tick" if user else "idle")
+                for cc in range(ncpu):
+                    if busy[cc] <= due and rcu.done[cc]:
+                        w = rcu.rcu_tasklet(cc, due)
+                        prof_loop["rcu_tasklet"] += w
+                        self._charge(cc, due, w, busy, iv_s, iv_d, last_end)
+                rcu_tick = (math.floor(due * hz) + 1) * jiffy
+                continue
+            if due == dstops.gc_timer_at:
+                w = dstops.dst_run_gc(due)
+            elif due == cache.check_expire_at:
+                w = cache.rt_check_expire(due)
+            else:
+                w = cache.rt_secret_rebuild(due)
+                self._rehash(tr, H, i)   # new hash key for every packet still to come
+            prof_loop["timers"] += w
+            self._charge(0, due, w, busy, iv_s, iv_d, last_end)
+
+    @staticmethod
+    def _charge(cpu, due, w, busy, iv_s, iv_d, last_end) -> None:
+        """Charge ``w`` seconds of timer/tasklet work to ``cpu`` from ``due`` on."""
+        s0 = busy[cpu] if busy[cpu] > due else due
+        if s0 == last_end[cpu]:
+            iv_d[cpu][-1] += w
+        else:
+            iv_s[cpu].append(s0)
+            iv_d[cpu].append(w)
+        busy[cpu] = s0 + w
+        last_end[cpu] = s0 + w
+
+    @staticmethod
+    def _softirq_boundary(cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
+                          in_ksoftirqd, ksoftirqd_wakeups, user, user_left, user_slice, inv_t0,
+                          ks_until, ctxsw, hz, jiffy, prof_loop):
+        """net_rx_action returned with work left; what runs next, and where.
+
+        Kernel: kernel/softirq.c __do_softirq (restart at most 10 times, then
+        wake ksoftirqd), net/core/dev.c net_rx_action.  Returns the time the
+        next pass starts and the RCU tasklet work done at this boundary.
+
+        Simplified scheduler (2.6 O(1) at HZ=1000): with a user task on the
+        CPU, softirq work done from irq_exit is charged to the user task's
+        100 ms timeslice; after 10 restarts the task gets the CPU until the
+        next tick; when its slice is used up, ksoftirqd (nice 19) runs a 10 ms
+        slice.  Without a user task, ksoftirqd runs until the queue empties.
+        """
+        w = 0.0
+        if rcu is not None:
+            if qs_handler:
+                rcu.quiescent(cpu, start, "softirq_handler")
+            if use_rcu and rcu.done[cpu]:
+                w = rcu.rcu_tasklet(cpu, start)
+                prof_loop["rcu_tasklet"] += w
+        restarts[cpu] += 1
+        if restarts[cpu] >= MAX_SOFTIRQ_RESTART:
+            restarts[cpu] = 0
+            if qs_loop and rcu is not None:
+                rcu.quiescent(cpu, start, "softirq_loop")
+            if not in_ksoftirqd[cpu]:
+                ksoftirqd_wakeups[cpu] += 1
+                if user:
+                    user_left[cpu] -= start - inv_t0[cpu]
+                    if user_left[cpu] > 0:
+                        # back to the user task until the next tick
+                        tick = (math.floor(start * hz) + 1) * jiffy
+                        user_left[cpu] -= tick - start
+                        if rcu is not None:
+                            rcu.quiescent(cpu, tick, "user_tick")
+                        start = tick
+                    else:
+                        ctxsw[cpu] += 1
+                        if rcu is not None:
+                            rcu.quiescent(cpu, start, "ctxsw")
+                        in_ksoftirqd[cpu] = True
+                        ks_until[cpu] = start + KSOFTIRQD_SLICE
+                else:
+                    ctxsw[cpu] += 1
+                    if rcu is not None:
+                        rcu.quiescent(cpu, start, "ctxsw")
+                    in_ksoftirqd[cpu] = True
+                    ks_until[cpu] = math.inf
+            inv_t0[cpu] = start
+        if in_ksoftirqd[cpu] and start >= ks_until[cpu]:
+            # ksoftirqd's slice is over: the user task runs again
+            ctxsw[cpu] += 1
+            if rcu is not None:
+                rcu.quiescent(cpu, start, "ctxsw")
+            in_ksoftirqd[cpu] = False
+            user_left[cpu] = user_slice
+            inv_t0[cpu] = start
+        return start, w
+
+    def _other_path(self, cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap,
+                    stats, mib, icmp, ping_rtt, T) -> float:
+        """Packets that are not plainly forwarded: ICMP errors, local delivery, drops.
+
+        Returns the departure time of anything queued for transmission (NaN if none).
+        """
+        iwire = self._rare_of(j, "icmp_wire_s")
+        dep = math.nan
+        if cls == C_TTL or cls == C_FRAGNEED:
+            # ip_forward: TTL <= 1 -> ICMP time exceeded; DF and too big -> frag needed
+            icmp["OutMsgs"] += 1
+            if cls == C_TTL:
+                outcome[j] = O["drop_ttl"]
+                icmp["OutTimeExcds"] += 1
+            else:
+                outcome[j] = O["drop_frag_needed"]
+                icmp["OutDestUnreachs"] += 1
+                mib["FragFails"] += 1
+            dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
+        elif cls == C_LOCAL:
+            mib["InDelivers"] += 1
+            outcome[j] = O["local"]
+            if self._rare_of(j, "kind") == KIND["ping_request"]:
+                icmp["InEchos"] += 1
+                icmp["OutEchoReps"] += 1
+                icmp["OutMsgs"] += 1
+                dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
+                t_depart[j] = dep
+                ping_rtt[self._rare_of(j, "tag")] = [T[j], dep]
+        elif cls == C_NOROUTE:
+            outcome[j] = O["drop_no_route"]
+            if self._rare_of(j, "rtype") == RTN["unreachable"]:
+                icmp["OutMsgs"] += 1
+                icmp["OutDestUnreachs"] += 1
+                dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
+        elif cls == C_MARTIAN:
+            outcome[j] = O["drop_martian"]
+            mib["InAddrErrors"] += 1
+        else:  # C_HDR
+            outcome[j] = O["drop_hdr"]
+            mib["InHdrErrors"] += 1
+        if e is not None:
+            e.refcnt -= 1
+        return dep
+
+    # -- helpers ----------------------------------------------------------------
     @staticmethod
     def _emit_icmp(dev: int, t: float, wire: float, txq, link_free, txcap, stats) -> float:
         """Queue an ICMP message the router originates on ``dev``."""
@@ -765,7 +823,7 @@ class _Run:
         stats["tx_packets"][dev] += 1
         return dep
 
-    def _rehash(self, tr, p, H, i0: int) -> None:
+    def _rehash(self, tr, H, i0: int) -> None:
         cache = self.cache
         if i0 >= len(tr):
             return
@@ -789,7 +847,7 @@ class _Run:
         rec["equilibrium"].append(cache.equilibrium)
         rec["rover"].append(cache.rover)
 
-    def _inject_reply(self, tr, p, j, oif, t_arr, *cols) -> int:
+    def _inject_reply(self, tr, j, oif, t_arr, cols, outcome, t_start, t_depart) -> int:
         """Append an echo reply arriving at ``t_arr`` on device ``oif``."""
         one = tr.take(np.array([j]))
         one.t[:] = t_arr
@@ -799,35 +857,14 @@ class _Run:
         one.ttl[:] = 64
         one.cloned[:] = False
         sub = self._prepare(one)
-        (T, DEV, CPU, KEY, IK, H, RTYPE, OIF, GW, NRULES, MART, PRE, RXC, HITC, FWDC, FVERD,
-         OUTC, NFRAG, WIRE, IWIRE, FIFO, KINDL, TAG, COW, outcome, t_start, t_done,
-         t_depart) = cols
-        T.append(t_arr)
-        DEV.append(oif)
-        CPU.append(int(sub["cpu"][0]))
-        KEY.append(int(sub["key"][0]))
-        IK.append(int(sub["ik"][0]))
-        H.append(int(sub["h"][0]))
-        RTYPE.append(int(sub["rtype"][0]))
-        OIF.append(int(sub["oif"][0]))
-        GW.append(int(sub["gw"][0]))
-        NRULES.append(int(sub["nrules"][0]))
-        MART.append(int(sub["martian"][0]))
-        PRE.append(int(sub["pre_drop"][0]))
-        RXC.append(float(sub["rx_cost"][0]))
-        HITC.append(float(np.broadcast_to(sub["route_hit_cost"], (1,))[0]))
-        FWDC.append(float(sub["fwd_cost"][0]))
-        FVERD.append(int(sub["fwd_verdict"][0]))
-        OUTC.append(float(sub["out_cost"][0]))
-        NFRAG.append(int(sub["nfrag"][0]))
-        WIRE.append(float(sub["wire_s"][0]))
-        IWIRE.append(float(sub["icmp_wire_s"][0]))
-        FIFO.append(int(sub["fifo_slots"][0]))
-        KINDL.append(KIND["ping_reply"])
-        TAG.append(int(tr.tag[j]))
-        COW.append(bool(sub["cow"][0]))
+        self._classify(sub)
+        for col, val in zip(cols, self._columns(one, sub)):
+            col.append(val[0])
+        jn = len(cols[0]) - 1
+        self._rare_extra[jn] = {name: sub[name][0].item() for name in RARE}
+        self._rare_extra[jn]["kind"] = KIND["ping_reply"]
+        self._rare_extra[jn]["tag"] = int(tr.tag[j])
         outcome.append(0)
         t_start.append(0.0)
-        t_done.append(0.0)
         t_depart.append(math.nan)
-        return len(T) - 1
+        return len(cols[0]) - 1

@@ -41,3 +41,12 @@ def resolve(knobs: dict, given: dict) -> dict:
 def sysctl_of(values: dict) -> dict:
     """The sysctl subset of resolved scenario values."""
     return {k: values[k] for k in SYSCTL_NAMES if k in values}
+
+
+def fill_derived(values: dict, router) -> dict:
+    """Knob values with the derived sysctl defaults (``None``) filled in from the router."""
+    out = dict(values)
+    for k in SYSCTL_NAMES:
+        if k in out and out[k] is None and k in router.sysctl:
+            out[k] = router.sysctl[k]
+    return out

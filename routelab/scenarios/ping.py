@@ -23,7 +23,8 @@ from ..router import Device, Router
 from ..sysctl import Knob
 from ..traffic import SIZE_MIXES, addr_block, background, pings
 from ..core.skbuff import PacketTrace
-from .common import cache_knobs, cpu_knob, kernel_knob, resolve, run_knobs, sysctl_of
+from .common import (cache_knobs, cpu_knob, fill_derived, kernel_knob, resolve, run_knobs,
+                     sysctl_of)
 
 NAME = "ping"
 TITLE = "Ping through a router carrying background traffic"
@@ -87,7 +88,7 @@ def run(seed: int = 1, **knobs) -> Result:
     router, trace = build(values, int(seed))
     res = router.run(trace, values["duration"])
     res.extra["scenario"] = NAME
-    res.extra["knobs"] = values
+    res.extra["knobs"] = fill_derived(values, router)
     res.extra["seed"] = int(seed)
     # the host side: request and reply each cross the inside wire once
     nic_bps = router.devices[0].speed

@@ -1,0 +1,118 @@
+"""/proc-style views of a run: rt_cache_stat, netstat -i, snmp, a perf-top profile.
+
+Kernel: net/ipv4/route.c rt_cache_stat_get_info (2.4.22: ``/proc/net/rt_cache_stat``,
+no header, one line of 17 hexadecimal fields per CPU); ``/proc/net/stat/rt_cache``
+(2.6.11, with a header whose names omit ``in_slow_mc``); net-tools
+``netstat -i`` reading ``/proc/net/dev`` (kernel.md s2, s7).
+"""
+
+from __future__ import annotations
+
+from .ipv4.route import STAT_FIELDS
+from .result import Result
+
+__all__ = ["rt_cache_stat", "rt_cache_stat_table", "netstat_i", "snmp", "perf_top",
+           "softnet_stat", "dev_counters"]
+
+
+def rt_cache_stat(res: Result, *, header: bool = False) -> str:
+    """``/proc/net/rt_cache_stat`` as the kernel prints it.
+
+    One line per CPU, 17 eight-digit hexadecimal fields in kernel order;
+    ``entries`` (the global dst count) is the same on every line.  With
+    ``header=True`` the 2.6.11 ``/proc/net/stat/rt_cache`` header is added,
+    which -- like the kernel's -- lists only 16 names (``in_slow_mc`` is
+    missing) above 17 values.
+    """
+    rows = res.counters.get("rt_cache_stat")
+    if rows is None:
+        return "(kernel without a route cache: no rt_cache_stat)"
+    lines = []
+    if header:
+        lines.append(" ".join(f for f in STAT_FIELDS if f != "in_slow_mc"))
+    for row in rows:
+        lines.append(" ".join(f"{v & 0xFFFFFFFF:08x}" for v in row))
+    return "\n".join(lines)
+
+
+def rt_cache_stat_table(res: Result) -> str:
+    """The same counters as a labelled decimal table (one column per CPU)."""
+    rows = res.counters.get("rt_cache_stat")
+    if rows is None:
+        return "(kernel without a route cache: no rt_cache_stat)"
+    ncpu = len(rows)
+    head = f"{'counter':<18}" + "".join(f"{'cpu' + str(c):>14}" for c in range(ncpu))
+    out = [head]
+    for i, name in enumerate(STAT_FIELDS):
+        out.append(f"{name:<18}" + "".join(f"{rows[c][i]:>14,}" for c in range(ncpu)))
+    return "\n".join(out)
+
+
+def dev_counters(res: Result) -> list[dict]:
+    """Per-device counters as ``/proc/net/dev`` holds them, mapped like net-tools.
+
+    RX-DRP = rx_dropped + rx_missed_errors, RX-OVR = rx_fifo_errors,
+    following the e1000 driver, which reports the NIC's missed-packet count in
+    both ``rx_missed_errors`` and ``rx_fifo_errors`` and its
+    no-receive-buffer count (``rnbc``) as ``rx_dropped`` (unverified reading
+    of the 2.6 driver; non-NAPI e100 reports neither).
+    """
+    dev = res.counters["dev"]
+    out = []
+    for i, name in enumerate(dev["names"]):
+        nic = res.router.devices[i].profile
+        rx_dropped = dev["rnbc"][i] if nic.napi else 0
+        out.append({
+            "Iface": name, "MTU": res.router.devices[i].mtu,
+            "RX-OK": dev["rx_packets"][i], "RX-ERR": dev["rx_errors"][i],
+            "RX-DRP": rx_dropped + dev["rx_missed"][i], "RX-OVR": dev["rx_fifo"][i],
+            "TX-OK": dev["tx_packets"][i], "TX-ERR": dev["tx_errors"][i],
+            "TX-DRP": dev["tx_dropped"][i], "TX-OVR": dev["tx_fifo"][i],
+        })
+    return out
+
+
+def netstat_i(res: Result) -> str:
+    """``netstat -i`` (net-tools) for the run's devices."""
+    cols = ["Iface", "MTU", "RX-OK", "RX-ERR", "RX-DRP", "RX-OVR", "TX-OK", "TX-ERR",
+            "TX-DRP", "TX-OVR"]
+    rows = dev_counters(res)
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
+    lines = ["Kernel Interface table",
+             " ".join(f"{c:<{widths[c]}}" if c == "Iface" else f"{c:>{widths[c]}}" for c in cols)]
+    for r in rows:
+        lines.append(" ".join(f"{r[c]:<{widths[c]}}" if c == "Iface" else f"{r[c]:>{widths[c]}}"
+                              for c in cols))
+    return "\n".join(lines)
+
+
+def snmp(res: Result) -> str:
+    """IP and ICMP MIB counters in the two-line layout of ``/proc/net/snmp``."""
+    lines = []
+    for proto, table in (("Ip", res.counters["ip"]), ("Icmp", res.counters["icmp"])):
+        lines.append(f"{proto}: " + " ".join(table))
+        lines.append(f"{proto}: " + " ".join(str(v) for v in table.values()))
+    return "\n".join(lines)
+
+
+def softnet_stat(res: Result) -> str:
+    """``/proc/net/softnet_stat``: per CPU processed, dropped, time_squeeze (hex)."""
+    sn = res.counters["softnet"]
+    out = res.packets["outcome"]
+    lines = []
+    for cpu in range(len(sn["dropped"])):
+        lines.append(f"{0:08x} {sn['dropped'][cpu]:08x} {sn['time_squeeze'][cpu]:08x}")
+    return "\n".join(lines) if out is not None else ""
+
+
+def perf_top(res: Result, limit: int = 15) -> str:
+    """A ``perf top``-like table: CPU share per kernel function over the run."""
+    prof = res.profile
+    total_cpu = res.duration * res.router.ncpus
+    tot = sum(prof.values()) or 1.0
+    hz = res.router.cpu.hz
+    lines = [f"{'Overhead':>9}  {'of CPU':>7}  {'Mcycles':>9}  function"]
+    for name, secs in list(prof.items())[:limit]:
+        lines.append(f"{100 * secs / tot:8.2f}%  {100 * secs / total_cpu:6.2f}%  "
+                     f"{secs * hz / 1e6:9.2f}  {name}")
+    return "\n".join(lines)

@@ -1,0 +1,146 @@
+"""binder/ is enough to run the notebooks on mybinder.org.
+
+The fast tests check that binder/ agrees with the top-level pins.  The slow
+test does what repo2docker does: a fresh virtualenv, ``pip install -r
+binder/requirements.txt`` from the repository root, and then executes every
+notebook with ``jupyter nbconvert --execute`` inside that environment only.
+It reuses pip's download/wheel cache, so on a warm machine it takes well under
+a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BINDER = REPO / "binder"
+# ROUTELAB_NOTEBOOKS_DIR: check another notebooks directory (as tests/browser does).
+NOTEBOOKS_DIR = Path(os.environ.get("ROUTELAB_NOTEBOOKS_DIR") or REPO / "notebooks").resolve()
+NOTEBOOKS = sorted(p for p in NOTEBOOKS_DIR.glob("*.ipynb") if not p.name.startswith("."))
+# In ../requirements.txt only for the test suite; binder/ need not carry them.
+TEST_ONLY = {"nbval", "pytest", "pytest-timeout", "hypothesis", "simpy", "playwright", "ruff"}
+WIDGET_TRIO = {"jupyterlab", "ipywidgets", "jupyterlab-widgets"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*==\s*([^\s;]+)", line)
+        if m:
+            pins[_norm(m.group(1))] = m.group(2)
+    return pins
+
+
+def _binder_python() -> str:
+    return (BINDER / "runtime.txt").read_text().strip().removeprefix("python-")
+
+
+# --------------------------------------------------------------------------- fast checks
+def test_runtime_txt_names_a_python_version():
+    assert re.fullmatch(r"3\.\d+", _binder_python()), (BINDER / "runtime.txt").read_text()
+
+
+def test_binder_pins_match_top_level_requirements():
+    top, binder = _pins(REPO / "requirements.txt"), _pins(BINDER / "requirements.txt")
+    missing = {n: v for n, v in top.items() if n not in TEST_ONLY and n not in binder}
+    assert not missing, f"pinned in requirements.txt but not in binder/requirements.txt: {missing}"
+    drift = {n: (v, top.get(n)) for n, v in binder.items() if top.get(n) != v}
+    assert not drift, f"binder pin != top-level pin (binder, top): {drift}"
+    assert WIDGET_TRIO <= binder.keys(), "jupyterlab, ipywidgets, jupyterlab_widgets must be pinned"
+
+
+def test_binder_requirements_install_routelab_itself():
+    lines = [ln.split("#", 1)[0].strip() for ln in (BINDER / "requirements.txt").read_text().splitlines()]
+    assert "-e ." in lines or "." in lines, "binder/requirements.txt must install the repo (`-e .`)"
+
+
+# --------------------------------------------------------------------------- slow: build it
+def _find_python(version: str) -> str | None:
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
+        base = getattr(sys, "_base_executable", None) or sys.executable
+        return base
+    return shutil.which(f"python{version}")
+
+
+def _run(cmd, *, env, cwd, timeout, what):
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, env=env, cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    dt = time.monotonic() - t0
+    text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)  # drop ANSI colours
+    out = "\n".join(ln for ln in text.splitlines()
+                    if not re.match(r"WARNING: Location '.*' is ignored", ln))
+    assert proc.returncode == 0, f"{what} failed (exit {proc.returncode}) after {dt:.0f} s:\n{out[-6000:]}"
+    print(f"binder env: {what}: {dt:.1f} s")
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_binder_requirements_alone_run_every_notebook(tmp_path):
+    version = _binder_python()
+    python = _find_python(version)
+    if python is None:
+        pytest.skip(f"binder/runtime.txt asks for Python {version}, which is not installed here")
+
+    venv = tmp_path / "binder-venv"
+    bindir = venv / "bin"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MPLBACKEND")
+           and not k.startswith("JUPYTER")}
+    env.update(
+        PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",  # ipykernel's kernel.json says "python"
+        VIRTUAL_ENV=str(venv),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
+        JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "jupyter-runtime"),
+        IPYTHONDIR=str(tmp_path / "ipython"),
+        JUPYTER_PLATFORM_DIRS="1",
+    )
+
+    _run([python, "-m", "venv", str(venv)], env=env, cwd=tmp_path, timeout=120, what="python -m venv")
+    # Exactly what repo2docker runs, from the repository root (so `-e .` is the repo).
+    _run([str(bindir / "python"), "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"],
+         env=env, cwd=REPO, timeout=600, what="pip install -r binder/requirements.txt")
+
+    out = _run([str(bindir / "python"), "-c",
+                "import sys, routelab, ipywidgets, matplotlib, numpy; "
+                "print(sys.version.split()[0], routelab.__file__)"],
+               env=env, cwd=tmp_path, timeout=120, what="import check")
+    assert out.split()[0].startswith(version + "."), out
+    assert Path(out.split()[1]).resolve().is_relative_to(REPO), f"routelab not from the repo: {out}"
+
+    # The widget manager must be a prebuilt lab extension of *this* environment,
+    # else JupyterLab shows "Error displaying widget".
+    ext = _run([str(bindir / "jupyter"), "labextension", "list"], env=env, cwd=tmp_path,
+               timeout=120, what="jupyter labextension list")
+    assert re.search(r"@jupyter-widgets/jupyterlab-manager v\S+ enabled\s+OK", ext), ext
+
+    if not NOTEBOOKS:
+        pytest.skip("binder environment builds and imports routelab; no notebooks/*.ipynb to execute yet")
+
+    outdir = tmp_path / "executed"
+    for nb in NOTEBOOKS:
+        _run([str(bindir / "jupyter"), "nbconvert", "--to", "notebook", "--execute",
+              "--ExecutePreprocessor.timeout=600", "--ExecutePreprocessor.kernel_name=python3",
+              "--output-dir", str(outdir), str(nb)],
+             env=env, cwd=nb.parent, timeout=900, what=f"execute {nb.name}")
+        executed = json.loads((outdir / nb.name).read_text())
+        errors = [o for c in executed["cells"] for o in c.get("outputs", [])
+                  if o.get("output_type") == "error"]
+        assert not errors, f"{nb.name}: error outputs: {errors[:1]}"
