@@ -63,6 +63,11 @@ RARE = ("rtype", "gw", "nrules", "martian", "icmp_wire_s", "fifo_slots", "path_c
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
 
 
+def _next_tick(x: float, hz: int) -> float:
+    """The first timer tick strictly after time ``x`` (robust to float rounding)."""
+    return (math.floor(x * hz + 1e-6) + 1) / hz
+
+
 @dataclass
 class Device:
     """One network interface of the router.
@@ -422,8 +427,7 @@ class _Run:
             t = T[j]
             # ---- timers, samples and TX completions due by now ----
             if t >= nt:
-                flush_tx(t)
-                rcu_tick = self._fire_timers(t, nt, busy, iv_s, iv_d, last_end, prof_loop,
+                rcu_tick = self._fire_timers(t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop,
                                              rcu_tick, use_rcu, user, ncpu, hz, jiffy, tr, H, i)
                 nt = next_timer()
             if t >= rec_next:
@@ -479,7 +483,7 @@ class _Run:
                 # the CPU was idle (or running the user task) since b
                 if rcu is not None and rcu.gp_active:
                     if user:
-                        tick = (math.floor(b * hz) + 1) * jiffy
+                        tick = _next_tick(b, hz)
                         if tick <= t:
                             rcu.quiescent(cpu, tick, "user_tick")
                     elif qs_idle:
@@ -655,8 +659,8 @@ class _Run:
         elif kind == KIND["ping_reply"]:
             ping_rtt.setdefault(tag, [math.nan, math.nan])[1] = dep
 
-    def _fire_timers(self, t, nt, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick, use_rcu,
-                     user, ncpu, hz, jiffy, tr, H, i) -> float:
+    def _fire_timers(self, t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick,
+                     use_rcu, user, ncpu, hz, jiffy, tr, H, i) -> float:
         """Run every timer due by ``t`` (on CPU 0, or on each CPU for RCU ticks)."""
         cache = self.cache
         dstops = cache.dst
@@ -666,6 +670,7 @@ class _Run:
             due = min(cache.check_expire_at, cache.secret_at, dstops.gc_timer_at, rcu_due)
             if due > t:
                 return rcu_tick
+            flush_tx(due)
             if due == rcu_due:
                 # a tick on every CPU: idle ones pass a quiescent state and run
                 # their RCU tasklet
@@ -677,7 +682,7 @@ class _Run:
                         w = rcu.rcu_tasklet(cc, due)
                         prof_loop["rcu_tasklet"] += w
                         self._charge(cc, due, w, busy, iv_s, iv_d, last_end)
-                rcu_tick = (math.floor(due * hz) + 1) * jiffy
+                rcu_tick = _next_tick(due, hz)
                 continue
             if due == dstops.gc_timer_at:
                 w = dstops.dst_run_gc(due)
@@ -735,7 +740,7 @@ class _Run:
                     user_left[cpu] -= start - inv_t0[cpu]
                     if user_left[cpu] > 0:
                         # back to the user task until the next tick
-                        tick = (math.floor(start * hz) + 1) * jiffy
+                        tick = _next_tick(start, hz)
                         user_left[cpu] -= tick - start
                         if rcu is not None:
                             rcu.quiescent(cpu, tick, "user_tick")
