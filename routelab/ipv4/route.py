@@ -289,6 +289,11 @@ class RouteCache:
         miss = c["chain_step"]
         cand = None
         min_score = 1 << 32
+        age_score = self.kernel.score == "age"
+        hz = self.hz
+        now_j = int(now * hz)
+        low = (1 << 30) - 1
+        local = RTN["local"]
         for pos, r in enumerate(chain):
             t += miss
             if r.key == key and r.ik == ik:
@@ -302,7 +307,15 @@ class RouteCache:
                 t += self.rt_free(e, now, cpu)
                 return r, t
             if r.refcnt == 0:
-                s = self.rt_score(r, now)
+                # rt_score, inlined (see rt_score for the rule)
+                if age_score:
+                    s = ~(now_j - int(r.lastuse * hz)) & low
+                else:
+                    s = r.use if r.use < low else low
+                if r.valuable:
+                    s |= 1 << 31
+                if r.output_route or not r.fast_clean and r.rtype != local:
+                    s |= 1 << 30
                 if s <= min_score:
                     cand, min_score = r, s
         if self.kernel.cache_insert == "nocache":
@@ -366,6 +379,7 @@ class RouteCache:
         mask = self.mask
         k = self.rover
         visited_b = visited_e = freed = 0
+        hz = self.hz
         for _ in range(buckets):
             k = (k + 1) & mask
             visited_b += 1
@@ -375,13 +389,22 @@ class RouteCache:
                 keep = []
                 for r in chain:
                     visited_e += 1
-                    if not self.rt_may_expire(r, tmo, expire, now_j):
-                        tmo >>= 1
-                        keep.append(r)
+                    # rt_may_expire(r, tmo, expire), inlined for speed
+                    if r.refcnt:
+                        may = False
+                    elif r.expires and now_j >= int(r.expires * hz):
+                        may = True
                     else:
+                        age = now_j - int(r.lastuse * hz)
+                        may = not ((age <= tmo and not r.fast_clean)
+                                   or (age <= expire and r.valuable))
+                    if may:
                         t += self.rt_free(r, now, cpu)
                         freed += 1
                         goal -= 1
+                    else:
+                        tmo >>= 1
+                        keep.append(r)
                 if len(keep) != len(chain):
                     table[k] = keep
             if goal <= 0:

@@ -14,6 +14,7 @@ __all__ = ["SCENARIOS", "get"]
 
 SCENARIOS = {
     "ping": "routelab.scenarios.ping",
+    "worm": "routelab.scenarios.worm",
 }
 
 

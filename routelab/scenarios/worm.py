@@ -1,0 +1,99 @@
+"""Scenario ``worm``: worm scans thrash a hall-of-residence router's route cache (story 1).
+
+Wolfgang Walter's router (linux-net, early 2004): a K6-200 with two Intel
+e100 NICs routes a student residence to the internet with 5-20 routes and
+about 10 Mbit/s of mostly large packets.  A few hosts infected by
+Blaster-family worms probe pseudo-random addresses (UDP and ICMP echo); every
+probe has a new destination, so every probe makes a new route-cache entry.
+A student host pings an outside host through the router every 100 ms.
+
+Everything else is the mechanism: the cache fills, ``dst_alloc`` calls
+``rt_garbage_collect``, the GC's cost lands in softirq time on a 200 MHz CPU,
+and packets (the pings among them) wait in the backlog behind it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.skbuff import PacketTrace, ip_to_int
+from ..errors import KnobError
+from ..ipv4.fib import Fib, Route, Rule
+from ..result import Result
+from ..router import Device, Router
+from ..sysctl import Knob
+from ..traffic import addr_block, background, pings, scanners
+from .common import (cache_knobs, cpu_knob, fill_derived, kernel_knob, resolve, run_knobs,
+                     sysctl_of)
+
+NAME = "worm"
+TITLE = "Worm scans thrash the route cache (story 1)"
+
+# Blaster/Welchia-class scan rate per infected host.  The thread gives no
+# number ("they send little traffic each").  ASSUMED: 300 probes/s, a
+# 92-byte ICMP echo or small UDP datagram each (~0.2 Mbit/s per host), in
+# the range of the ICMP sweep rates reported for Welchia-class worms.
+DEFAULT_SCAN_PPS = 300.0
+
+KNOBS: dict[str, Knob] = {k.name: k for k in [
+    cpu_knob("k6-200"),
+    kernel_knob("2.4.24"),
+    Knob("worm_hosts", 3, int, 0, 50, "hosts", "Infected hosts scanning the internet."),
+    Knob("scan_pps", DEFAULT_SCAN_PPS, float, 1.0, 20_000.0, "pps",
+         "Probes per second per infected host (assumed default: 300).", step=50),
+    Knob("background_mbps", 10.0, float, 0.0, 95.0, "Mbit/s",
+         "Ordinary traffic through the router (mostly large packets).", step=1),
+    Knob("hosts", 1500, int, 1, 60_000, "hosts", "Student hosts inside."),
+    Knob("flows", 3000, int, 1, 1_000_000, "pairs", "Host pairs carrying background traffic."),
+    Knob("ram_mb", 128, int, 16, 4096, "MB",
+         "Router RAM; sizes the route-cache hash (ip_rt_init).  Assumed: 128 MB."),
+    *cache_knobs("gc_thresh", "max_size", "gc_min_interval", "gc_elasticity", "gc_timeout",
+                 "txqueuelen"),
+    Knob("far_end_ms", 0.5, float, 0.0, 1000.0, "ms",
+         "Turnaround of the pinged outside host and the wires beyond (assumed)."),
+    *run_knobs(20.0, 600.0),
+]}
+
+INSIDE_NET = "10.10.0.0"
+
+
+def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
+    """Router and offered trace for resolved knob values."""
+    rng = np.random.default_rng(seed)
+    devices = [Device("eth0", "e100", 0), Device("eth1", "e100", 0)]
+    # a handful of routes and policy rules, as on a residence router that
+    # moved to 2.4/2.6 for policy routing (stories.md s1: 5-20 routes)
+    routes = [Route("10.10.0.0/16", oif=0), Route("192.0.2.0/24", oif=1),
+              Route("0.0.0.0/0", oif=1, gateway="192.0.2.254"),
+              Route("0.0.0.0/0", oif=1, gateway="192.0.2.253", table=100),
+              Route("10.10.0.0/16", oif=0, table=100)]
+    routes += [Route(f"10.{20 + i}.0.0/16", oif=0, gateway="10.10.255.1") for i in range(8)]
+    rules = [Rule(100, 100, src="10.10.128.0/17"), Rule(110, 100, tos=0x10)]
+    fib = Fib(routes=routes, rules=rules, local_addrs=["10.10.255.254", "192.0.2.1"])
+    router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
+                    seed=seed, reflect={1: values["far_end_ms"] / 1e3})
+    inside = addr_block(INSIDE_NET, values["hosts"]) + np.uint32(1)
+    outside = rng.integers(0x01000000, 0xDF000000, 20_000, dtype=np.int64).astype(np.uint32)
+    mean_len = 0.70 * 1500 + 0.05 * 576 + 0.25 * 52
+    pps = values["background_mbps"] * 1e6 / 8 / mean_len
+    bg = background(rng, pps=pps, duration=values["duration"], inside=inside, outside=outside,
+                    mix="large", flows=values["flows"])
+    worms = scanners(rng, hosts=inside[-values["worm_hosts"]:] if values["worm_hosts"] else
+                     inside[:0], pps=values["scan_pps"], duration=values["duration"])
+    pg = pings(interval=0.1, duration=values["duration"], src=int(inside[0]),
+               dst=ip_to_int("198.51.100.7"), dev=0)
+    return router, PacketTrace.concat([bg, worms, pg])
+
+
+def run(seed: int = 1, **knobs) -> Result:
+    """Run the scenario; see ``KNOBS`` for the parameters."""
+    values = resolve(KNOBS, knobs)
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise KnobError("seed", seed, "a non-negative integer")
+    router, trace = build(values, int(seed))
+    res = router.run(trace, values["duration"])
+    res.extra["scenario"] = NAME
+    res.extra["knobs"] = fill_derived(values, router)
+    res.extra["seed"] = int(seed)
+    res.extra["rtt_offset_s"] = 2 * (84 + 38) * 8 / router.devices[0].speed
+    return res
