@@ -3,6 +3,8 @@
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
+LAB_ARGS ?=      # e.g. make lab LAB_ARGS="--port 8899"
+PYTEST_ARGS ?=   # e.g. make test PYTEST_ARGS="-x -q"
 
 help:
 	@echo "make lab        JupyterLab on notebooks/ (creates .venv on first use)"
@@ -15,10 +17,10 @@ env:
 	bash scripts/setup-env.sh
 
 lab:
-	bash scripts/lab.sh
+	bash scripts/lab.sh $(LAB_ARGS)
 
 test:
-	bash scripts/test.sh
+	bash scripts/test.sh $(PYTEST_ARGS)
 
 bench: env
 	@set -e; found=0; for f in benchmarks/*.py; do \
@@ -28,7 +30,7 @@ bench: env
 
 clean:
 	rm -rf screenshots .pytest_cache .hypothesis build dist *.egg-info .ci-state
-	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -print0 | xargs -0 rm -rf
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -print0 | xargs -0 -r rm -rf
 
 distclean: clean
 	rm -rf $(VENV)

@@ -142,10 +142,14 @@ class Result:
         else:
             extra = {"grace_periods_s": np.zeros(0), "gc_log": [], "dst_gc_log": []}
         profile = _profile(run, p, packets["outcome"][:n0], prof_loop, counters)
-        seqs = sorted(ping_rtt)
-        ping = {"seq": np.asarray(seqs, dtype=np.int64),
-                "sent": np.asarray([ping_rtt[s][0] for s in seqs], dtype=np.float64),
-                "back": np.asarray([ping_rtt[s][1] for s in seqs], dtype=np.float64)}
+        # every echo request offered counts as sent, whatever became of it
+        # (dropped requests are losses, not absences)
+        req = (packets["kind"][:n0] == 2) & (packets["tag"][:n0] >= 0)
+        seqs = packets["tag"][:n0][req].astype(np.int64)
+        sent = packets["t"][:n0][req]
+        back = np.array([ping_rtt.get(int(q), (0.0, np.nan))[1] for q in seqs],
+                        dtype=np.float64)
+        ping = {"seq": seqs, "sent": sent, "back": back}
         return cls(r, duration, n0, packets, cpu, cache, counters, profile, ping, extra)
 
     # -- checks ---------------------------------------------------------------
@@ -176,6 +180,8 @@ class Result:
             if name.startswith("drop_"):
                 s[name] = v
         s.update(self.ping_summary())
+        if getattr(self.router, "user_task", False):
+            s["user_max_delay_s"] = round(self.user_max_delay(), 6)
         rows = self.counters.get("rt_cache_stat")
         if rows is not None:
             tot = np.asarray(rows).sum(axis=0)
@@ -196,6 +202,23 @@ class Result:
                 s[f] = 0
         return s
 
+
+    def user_max_delay(self) -> float:
+        """Longest stretch any CPU spent in softirq work without a break.
+
+        With a CPU-bound user task on every CPU (the gettimeofday loop of
+        story 2) this is the longest time the task got no CPU at all.
+        """
+        worst = 0.0
+        for s, d in self.cpu["intervals"]:
+            if s.size:
+                ends = s + d
+                # merge intervals that touch (gaps shorter than a nanosecond)
+                brk = np.flatnonzero(s[1:] - ends[:-1] > 1e-9)
+                first = np.concatenate([[0], brk + 1])
+                last = np.concatenate([brk, [s.size - 1]])
+                worst = max(worst, float((ends[last] - s[first]).max()))
+        return worst
 
     def ping_rtt_ms(self) -> tuple[np.ndarray, np.ndarray]:
         """(send time [s], RTT [ms]) of every echo request; NaN RTT = lost."""

@@ -69,6 +69,8 @@ class Knob:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         if self.kind is bool:
             return "true or false"
+        if self.kind is str:
+            return "a string"
         lo = "-inf" if self.min is None else _fmt(self.min)
         hi = "inf" if self.max is None else _fmt(self.max)
         kind = "an integer" if self.kind is int else "a number"
@@ -79,6 +81,11 @@ class Knob:
         """Return ``value`` converted to the knob's type, or raise KnobError."""
         if value is None and self.default is None:
             return None
+        # numpy scalars and 0-d arrays (slider values, array elements) count as the
+        # Python value they hold, so np.True_ is a bool and np.float32(8.0) an integral
+        # number, and error messages show a plain value.
+        if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+            value = value.item()
         if self.choices:
             if isinstance(value, str) and value in self.choices:
                 return value
@@ -91,6 +98,11 @@ class Knob:
                 return value.lower() in ("1", "true", "yes", "on")
             if isinstance(value, int) and value in (0, 1):
                 return bool(value)
+            raise KnobError(self.name, value, self.valid_text())
+        if self.kind is str:
+            # a free-form string knob (no choices): any string, nothing else
+            if isinstance(value, str):
+                return value
             raise KnobError(self.name, value, self.valid_text())
         if isinstance(value, bool):
             raise KnobError(self.name, value, self.valid_text())

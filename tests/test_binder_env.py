@@ -10,7 +10,6 @@ a minute.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -64,7 +63,9 @@ def test_binder_pins_match_top_level_requirements():
 
 
 def test_binder_requirements_install_routelab_itself():
-    lines = [ln.split("#", 1)[0].strip() for ln in (BINDER / "requirements.txt").read_text().splitlines()]
+    lines = [
+        ln.split("#", 1)[0].strip() for ln in (BINDER / "requirements.txt").read_text().splitlines()
+    ]
     assert "-e ." in lines or "." in lines, "binder/requirements.txt must install the repo (`-e .`)"
 
 
@@ -78,13 +79,25 @@ def _find_python(version: str) -> str | None:
 
 def _run(cmd, *, env, cwd, timeout, what):
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, env=env, cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(
+        cmd,
+        check=False,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     dt = time.monotonic() - t0
     text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)  # drop ANSI colours
-    out = "\n".join(ln for ln in text.splitlines()
-                    if not re.match(r"WARNING: Location '.*' is ignored", ln))
-    assert proc.returncode == 0, f"{what} failed (exit {proc.returncode}) after {dt:.0f} s:\n{out[-6000:]}"
+    out = "\n".join(
+        ln for ln in text.splitlines() if not re.match(r"WARNING: Location '.*' is ignored", ln)
+    )
+    assert proc.returncode == 0, (
+        f"{what} failed (exit {proc.returncode}) after {dt:.0f} s:\n{out[-6000:]}"
+    )
     print(f"binder env: {what}: {dt:.1f} s")
     return out
 
@@ -99,9 +112,12 @@ def test_binder_requirements_alone_run_every_notebook(tmp_path):
 
     venv = tmp_path / "binder-venv"
     bindir = venv / "bin"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MPLBACKEND")
-           and not k.startswith("JUPYTER")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MPLBACKEND")
+        and not k.startswith("JUPYTER")
+    }
     env.update(
         PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",  # ipykernel's kernel.json says "python"
         VIRTUAL_ENV=str(venv),
@@ -113,34 +129,86 @@ def test_binder_requirements_alone_run_every_notebook(tmp_path):
         JUPYTER_PLATFORM_DIRS="1",
     )
 
-    _run([python, "-m", "venv", str(venv)], env=env, cwd=tmp_path, timeout=120, what="python -m venv")
+    _run(
+        [python, "-m", "venv", str(venv)], env=env, cwd=tmp_path, timeout=120, what="python -m venv"
+    )
     # Exactly what repo2docker runs, from the repository root (so `-e .` is the repo).
-    _run([str(bindir / "python"), "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"],
-         env=env, cwd=REPO, timeout=600, what="pip install -r binder/requirements.txt")
+    _run(
+        [str(bindir / "python"), "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"],
+        env=env,
+        cwd=REPO,
+        timeout=600,
+        what="pip install -r binder/requirements.txt",
+    )
 
-    out = _run([str(bindir / "python"), "-c",
-                "import sys, routelab, ipywidgets, matplotlib, numpy; "
-                "print(sys.version.split()[0], routelab.__file__)"],
-               env=env, cwd=tmp_path, timeout=120, what="import check")
+    check = (
+        "import sys, routelab, ipywidgets, matplotlib, numpy; "
+        "print(sys.version.split()[0], routelab.__file__)"
+    )
+    out = _run(
+        [str(bindir / "python"), "-c", check],
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        what="import check",
+    )
     assert out.split()[0].startswith(version + "."), out
     assert Path(out.split()[1]).resolve().is_relative_to(REPO), f"routelab not from the repo: {out}"
 
     # The widget manager must be a prebuilt lab extension of *this* environment,
     # else JupyterLab shows "Error displaying widget".
-    ext = _run([str(bindir / "jupyter"), "labextension", "list"], env=env, cwd=tmp_path,
-               timeout=120, what="jupyter labextension list")
+    ext = _run(
+        [str(bindir / "jupyter"), "labextension", "list"],
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        what="jupyter labextension list",
+    )
     assert re.search(r"@jupyter-widgets/jupyterlab-manager v\S+ enabled\s+OK", ext), ext
 
     if not NOTEBOOKS:
-        pytest.skip("binder environment builds and imports routelab; no notebooks/*.ipynb to execute yet")
+        pytest.skip(
+            "binder environment builds and imports routelab; no notebooks/*.ipynb to execute yet"
+        )
 
-    outdir = tmp_path / "executed"
-    for nb in NOTEBOOKS:
-        _run([str(bindir / "jupyter"), "nbconvert", "--to", "notebook", "--execute",
-              "--ExecutePreprocessor.timeout=600", "--ExecutePreprocessor.kernel_name=python3",
-              "--output-dir", str(outdir), str(nb)],
-             env=env, cwd=nb.parent, timeout=900, what=f"execute {nb.name}")
-        executed = json.loads((outdir / nb.name).read_text())
-        errors = [o for c in executed["cells"] for o in c.get("outputs", [])
-                  if o.get("output_type") == "error"]
-        assert not errors, f"{nb.name}: error outputs: {errors[:1]}"
+    # One nbclient process for all notebooks (a `jupyter nbconvert` start-up per
+    # notebook costs seconds); it runs on the binder venv's Python only.
+    runner = tmp_path / "run_notebooks.py"
+    runner.write_text(RUNNER)
+    out = _run(
+        [str(bindir / "python"), str(runner), *map(str, NOTEBOOKS)],
+        env=env,
+        cwd=tmp_path,
+        timeout=300 + 600 * len(NOTEBOOKS),
+        what=f"execute {len(NOTEBOOKS)} notebook(s) with nbclient",
+    )
+    print(out)
+    assert "ALL NOTEBOOKS OK" in out, out
+
+
+RUNNER = """
+import os, sys, time
+import nbformat
+from nbclient import NotebookClient
+
+failed = []
+for path in sys.argv[1:]:
+    t0 = time.monotonic()
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": os.path.dirname(path)}})
+    try:
+        client.execute()
+    except Exception as exc:
+        failed.append(path)
+        print(f"FAILED {path}:\\n{exc}")
+        continue
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:
+        failed.append(path)
+        print(f"FAILED {path}: error output {errors[0].get('ename')}: {errors[0].get('evalue')}")
+    else:
+        print(f"ok {path} ({time.monotonic() - t0:.1f} s)")
+print("ALL NOTEBOOKS OK" if not failed else f"{len(failed)} notebook(s) failed")
+sys.exit(1 if failed else 0)
+"""

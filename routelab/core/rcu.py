@@ -25,9 +25,12 @@ Model of the machinery (simplified classic RCU):
 
 * ``call_rcu`` puts the callback on the CPU's ``nxt`` list.
 * When a CPU has no batch waiting (``cur`` empty) its ``nxt`` list becomes
-  the ``cur`` batch; a grace period starts if none is running.
+  the ``cur`` batch, numbered for the *next* grace period to start (classic
+  RCU's ``curbatch + 1``): a grace period already running began before these
+  entries were unhashed, so it cannot cover them.  A grace period starts if
+  none is running.
 * A grace period ends when every CPU has reported a quiescent state after
-  it started.  Every ``cur`` batch it covered moves to ``done``.
+  it started.  Every ``cur`` batch whose number it reaches moves to ``done``.
 * ``done`` callbacks run from the per-CPU RCU tasklet, at most ``maxbatch``
   per run (0 = all); the tasklet runs when the CPU next processes softirqs.
 
@@ -86,6 +89,9 @@ class Rcu:
         self.pending = 0              # callbacks queued and not yet invoked
         self.gp_active = False
         self.gp_start = 0.0
+        self.completed = 0            # grace periods completed (rcu_ctrlblk.completed)
+        self.last_call = 0.0          # latest call_rcu time seen (see _complete)
+        self.batch = [0] * ncpus      # grace period each CPU's cur batch waits for
         self.waiting = [False] * ncpus
         self.nwaiting = 0
         self.gp_log: list[tuple[float, float]] = []   # (start, end) of each grace period
@@ -104,6 +110,8 @@ class Rcu:
         entry.state = RCU_PENDING
         self.nxt[cpu].append(entry)
         self.pending += 1
+        if now > self.last_call:
+            self.last_call = now
         if not self.cur[cpu]:
             self._advance(cpu, now)
         return 0.0
@@ -113,6 +121,8 @@ class Rcu:
         if self.nxt[cpu] and not self.cur[cpu]:
             self.cur[cpu] = self.nxt[cpu]
             self.nxt[cpu] = []
+            # wait for the next grace period to *start*, not one already running
+            self.batch[cpu] = self.completed + (2 if self.gp_active else 1)
             if not self.gp_active:
                 self._start_gp(now)
 
@@ -140,18 +150,24 @@ class Rcu:
     def _complete(self, t: float) -> None:
         self.gp_log.append((self.gp_start, t))
         self.gp_active = False
+        self.completed += 1
         for c in range(self.ncpus):
-            if self.cur[c]:
+            if self.cur[c] and self.batch[c] <= self.completed:
                 self.done[c].extend(self.cur[c])
                 self.cur[c] = []
-        restart = False
         for c in range(self.ncpus):
             if self.nxt[c] and not self.cur[c]:
                 self.cur[c] = self.nxt[c]
                 self.nxt[c] = []
-                restart = True
-        if restart:
-            self._start_gp(t)
+                self.batch[c] = self.completed + 1
+        # Batches still waiting (queued during the last one, or just moved up) need
+        # a new grace period.  The caller's CPUs are not processed in time order:
+        # ``t`` (a quiescent state stamped, e.g., when a CPU went idle) may be
+        # earlier than a call_rcu another CPU already made.  Starting the next
+        # grace period no earlier than the latest call keeps the RCU guarantee --
+        # a whole grace period between call_rcu and the free -- in model time.
+        if any(self.cur):
+            self._start_gp(max(t, self.last_call))
 
     # -- callbacks ----------------------------------------------------------
     def has_done(self, cpu: int) -> bool:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.checksum import csum_add
 from ..core.skbuff import PacketTrace, skb_cow_needed
 
 __all__ = ["ip_forward_plan", "ip_decrease_ttl", "FWD_OK", "FWD_TTL", "FWD_FRAG_NEEDED"]
@@ -39,7 +38,12 @@ def ip_decrease_ttl(check, ttl):
     (new_check, new_ttl)
     """
     check = np.asarray(check, dtype=np.uint32)
-    new = csum_add(check, 0x0100)
+    # The kernel's form, ``check += 0x0100; check + (check >= 0xFFFF)``: the carry
+    # is added when the sum *reaches* 0xFFFF too, so a sum of 0xFFFF (one's-complement
+    # "negative zero") is stored as 0x0000 -- what a full recompute gives.  A plain
+    # end-around carry (csum_add) would store 0xFFFF there.
+    new = check + np.uint32(0x0100)
+    new = (new + (new >= 0xFFFF)) & np.uint32(0xFFFF)
     return new.astype(np.uint16), (np.asarray(ttl, dtype=np.int32) - 1).astype(np.uint8)
 
 

@@ -206,19 +206,24 @@ class RouteCache:
             score |= 1 << 30
         return score
 
-    def rt_may_expire(self, e: DstEntry, tmo1: int, tmo2: int, now_j: int) -> bool:
+    def rt_may_expire(self, e: DstEntry, tmo1: int, tmo2: int, now_j: int,
+                      has_next: bool = True) -> bool:
         """May the GC free this entry?  (``tmo1``/``tmo2`` in jiffies)
 
         Kernel: net/ipv4/route.c rt_may_expire: never while referenced; yes
         once its own ``expires`` has passed; otherwise kept while young
-        enough (``tmo1``, or ``tmo2`` for valuable entries).
+        enough (``tmo1``, or ``tmo2`` for valuable entries).  A broadcast
+        input entry is "fast-clean" (no ``tmo1`` grace) only when another
+        entry follows it in the chain (rt_fast_clean tests ``rt_next``):
+        ``has_next`` says whether one does.
         """
         if e.refcnt:
             return False
         if e.expires and now_j >= self.jiffies(e.expires):
             return True
         age = now_j - self.jiffies(e.lastuse)
-        if (age <= tmo1 and not e.fast_clean) or (age <= tmo2 and e.valuable):
+        fast_clean = e.fast_clean and has_next
+        if (age <= tmo1 and not fast_clean) or (age <= tmo2 and e.valuable):
             return False
         return True
 
@@ -387,16 +392,18 @@ class RouteCache:
             if chain:
                 tmo = expire
                 keep = []
+                last = chain[-1]
                 for r in chain:
                     visited_e += 1
-                    # rt_may_expire(r, tmo, expire), inlined for speed
+                    # rt_may_expire(r, tmo, expire), inlined for speed; fast-clean
+                    # only applies when another entry follows (rt_fast_clean: rt_next)
                     if r.refcnt:
                         may = False
                     elif r.expires and now_j >= int(r.expires * hz):
                         may = True
                     else:
                         age = now_j - int(r.lastuse * hz)
-                        may = not ((age <= tmo and not r.fast_clean)
+                        may = not ((age <= tmo and not (r.fast_clean and r is not last))
                                    or (age <= expire and r.valuable))
                     if may:
                         t += self.rt_free(r, now, cpu)
@@ -453,16 +460,20 @@ class RouteCache:
             chain = self.table[k]
             if not chain:
                 continue
-            tmo = tmo_base >> 1
+            # Like the GC, each chain starts at the full timeout and halves per kept
+            # entry (rt_check_expire: ``unsigned long tmo = ip_rt_gc_timeout``).
+            tmo = tmo_base
             keep = []
+            last = chain[-1]
             for r in chain:
                 visited_e += 1
                 if r.expires:
-                    if now_j < self.jiffies(r.expires):
+                    # time_before_eq(now, expires): kept up to and including expires
+                    if now_j <= self.jiffies(r.expires):
                         tmo >>= 1
                         keep.append(r)
                         continue
-                elif not self.rt_may_expire(r, tmo, tmo_base, now_j):
+                elif not self.rt_may_expire(r, tmo, tmo_base, now_j, r is not last):
                     tmo >>= 1
                     keep.append(r)
                     continue

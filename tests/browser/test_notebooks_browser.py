@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -47,8 +46,10 @@ import pytest
 try:
     from playwright.sync_api import TimeoutError as PWTimeout
 except ImportError:  # reported by the `browser` fixture (skip, or fail under CI)
+
     class PWTimeout(Exception):  # type: ignore[no-redef]
         pass
+
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = Path(os.environ.get("ROUTELAB_NOTEBOOKS_DIR") or REPO / "notebooks").resolve()
@@ -69,8 +70,8 @@ CHROMIUM_ARGS = [
 ]
 
 SERVER_START_TIMEOUT = 120  # s; first start compiles nothing but imports a lot
-RUN_ALL_TIMEOUT = float(os.environ.get("ROUTELAB_BROWSER_RUN_TIMEOUT", 300))  # s per notebook
-CHANGE_TIMEOUT = float(os.environ.get("ROUTELAB_BROWSER_CHANGE_TIMEOUT", 20))  # s per control
+RUN_ALL_TIMEOUT = float(os.environ.get("ROUTELAB_BROWSER_RUN_TIMEOUT", "300"))  # s per notebook
+CHANGE_TIMEOUT = float(os.environ.get("ROUTELAB_BROWSER_CHANGE_TIMEOUT", "20"))  # s per control
 WIDGET_RENDER_TIMEOUT = 60  # s
 VIEWPORT = {"width": 1400, "height": 1600}
 
@@ -94,13 +95,15 @@ def _unavailable(why: str) -> None:
     """Skip loudly, or fail when the browser is required (CI)."""
     how = (
         "To run the browser tests: install Debian's chromium (`apt-get install -y chromium`, "
-        f"or point ROUTELAB_CHROMIUM at a binary) and the pinned playwright package "
+        "or point ROUTELAB_CHROMIUM at a binary) and the pinned playwright package "
         "(`bash scripts/setup-env.sh`); never `playwright install`. "
         "Set ROUTELAB_REQUIRE_BROWSER=1 to make this a failure instead of a skip."
     )
     if REQUIRE_BROWSER:
-        pytest.fail(f"ROUTELAB_REQUIRE_BROWSER=1 but the browser is unavailable: {why}\n{how}",
-                    pytrace=False)
+        pytest.fail(
+            f"ROUTELAB_REQUIRE_BROWSER=1 but the browser is unavailable: {why}\n{how}",
+            pytrace=False,
+        )
     pytest.skip(f"BROWSER TESTS SKIPPED -- {why}. {how}")
 
 
@@ -190,7 +193,10 @@ def lab_server(tmp_path_factory) -> LabServer:
     root = NOTEBOOKS_DIR.parent
     port = _free_port()
     cmd = [
-        sys.executable, "-m", "jupyter", "lab",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
@@ -218,14 +224,23 @@ def lab_server(tmp_path_factory) -> LabServer:
     )
     log = tmp / "jupyterlab.log"
     with open(log, "wb") as logf:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=logf, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=root,
+            env=env,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     server = LabServer(url=f"http://127.0.0.1:{port}", root=root, proc=proc, log=log)
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{_tail(log)}", pytrace=False)
+                pytest.fail(
+                    f"jupyter lab exited with {proc.returncode}:\n{_tail(log)}", pytrace=False
+                )
             try:
                 status, _ = server.api("GET", "/api/status")
                 if status == 200:
@@ -233,8 +248,10 @@ def lab_server(tmp_path_factory) -> LabServer:
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not answer within {SERVER_START_TIMEOUT} s:\n"
-                            f"{_tail(log)}", pytrace=False)
+                pytest.fail(
+                    f"jupyter lab did not answer within {SERVER_START_TIMEOUT} s:\n{_tail(log)}",
+                    pytrace=False,
+                )
             time.sleep(0.25)
         yield server
     finally:
@@ -278,6 +295,13 @@ JS_ERRORS = r"""() => {
     seen.add(top);
     const cell = el.closest('.jp-Cell');
     out.push({cell: cells.indexOf(cell), text: (top.innerText || '').slice(0, 3000)});
+  }
+  // ipywidgets 8 renders a view that failed to build as an "error widget"
+  // ("Click to show javascript error."); clicking it reveals the message.
+  for (const w of document.querySelectorAll('.jupyter-widgets-error-widget')) {
+    if (w.classList.contains('icon-error') && w.parentElement) w.parentElement.click();
+    out.push({cell: cells.indexOf(w.closest('.jp-Cell')),
+              text: 'widget view failed to render: ' + (w.innerText || '').slice(0, 3000)});
   }
   const nb = document.querySelector('.jp-Notebook');
   if (nb && nb.innerText.includes('Error displaying widget')) {
@@ -324,15 +348,20 @@ JS_SIGNATURE = r"""(cellIndex) => {
           nimg: s.imgs.filter(x => x).length, nreadout: s.readouts.filter(x => x).length};
 }"""
 
-JS_CHANGED = r"""([cellIndex, before]) => {
-  const sig = (""" + JS_SIGNATURE + r""")(cellIndex);
+JS_CHANGED = (
+    r"""([cellIndex, before]) => {
+  const sig = ("""
+    + JS_SIGNATURE
+    + r""")(cellIndex);
   const bad = document.querySelector(
-      '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+      '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"],' +
+      '.jupyter-widgets-error-widget');
   if (bad) return {state: 'error', sig};
   const imgChanged = sig.nimg > 0 && sig.img !== before.img;
   const readoutChanged = sig.nreadout > 0 && sig.readout !== before.readout;
   return (imgChanged && readoutChanged) ? {state: 'changed', sig} : false;
 }"""
+)
 
 
 class NotebookPage:
@@ -340,9 +369,13 @@ class NotebookPage:
         self.page = page
         self.stem = stem
         self.step = 0
+        for old in SCREENSHOTS.glob(f"{stem}-[0-9][0-9]-*.png"):  # stale shots of an earlier run
+            old.unlink()
         self.console: list[str] = []
         page.on("pageerror", lambda exc: self.console.append(f"pageerror: {exc}"))
-        page.on("console", lambda m: m.type == "error" and self.console.append(f"console: {m.text}"))
+        page.on(
+            "console", lambda m: m.type == "error" and self.console.append(f"console: {m.text}")
+        )
 
     # screenshots ------------------------------------------------------------
     def shot(self, name: str, locator=None) -> Path:
@@ -357,8 +390,8 @@ class NotebookPage:
         except Exception:  # noqa: BLE001 - a failed screenshot must not mask the real result
             try:
                 self.page.screenshot(path=str(path), timeout=15_000)
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as exc:  # noqa: BLE001
+                print(f"(could not save screenshot {path.name}: {exc})")
         return path
 
     # ui actions -------------------------------------------------------------
@@ -370,8 +403,19 @@ class NotebookPage:
         entry.first.click()
         page.locator(".lm-Menu").first.wait_for(state="hidden")
 
-    def wait_idle(self, timeout_s: float) -> None:
-        self.page.wait_for_function(JS_KERNEL_IDLE, timeout=timeout_s * 1000, polling=200)
+    def wait_kernel_ready(self, timeout_s: float) -> None:
+        """Wait for Idle; accept a "Select Kernel" dialog (notebook without kernelspec)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.page.wait_for_function(
+                f"() => document.querySelector('.jp-Dialog') ? 'dialog' : ({JS_KERNEL_IDLE})()",
+                timeout=max(1.0, deadline - time.monotonic()) * 1000,
+                polling=200,
+            ).json_value()
+            if state != "dialog":
+                return
+            self.page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept").click()
+            self.page.locator(".jp-Dialog").wait_for(state="detached")
 
     def errors(self) -> list[dict]:
         return self.page.evaluate(JS_ERRORS)
@@ -379,8 +423,9 @@ class NotebookPage:
     def fail(self, msg: str) -> None:
         shot = self.shot("FAILED")
         extra = ("\nbrowser console:\n  " + "\n  ".join(self.console[-10:])) if self.console else ""
-        pytest.fail(f"{self.stem}: {msg}\n(screenshot: {shot.relative_to(REPO)}){extra}",
-                    pytrace=False)
+        pytest.fail(
+            f"{self.stem}: {msg}\n(screenshot: {shot.relative_to(REPO)}){extra}", pytrace=False
+        )
 
     def assert_no_errors(self, when: str) -> None:
         errs = self.errors()
@@ -391,13 +436,16 @@ class NotebookPage:
     def cell_of(self, locator) -> int:
         return locator.evaluate(
             "(el) => [...document.querySelectorAll('.jp-Notebook .jp-Cell')]"
-            ".indexOf(el.closest('.jp-Cell'))")
+            ".indexOf(el.closest('.jp-Cell'))"
+        )
 
     def label_of(self, locator, container: str) -> str:
         return locator.evaluate(
             "(el, sel) => { const c = el.closest(sel);"
             " const l = c && c.querySelector('.widget-label');"
-            " return (l && l.innerText.trim()) || ''; }", container)
+            " return (l && l.innerText.trim()) || ''; }",
+            container,
+        )
 
     def signature(self, cell_index: int) -> dict:
         return self.page.evaluate(JS_SIGNATURE, cell_index)
@@ -406,7 +454,8 @@ class NotebookPage:
         handle = None
         try:
             handle = self.page.wait_for_function(
-                JS_CHANGED, arg=[cell_index, before], timeout=CHANGE_TIMEOUT * 1000, polling=100)
+                JS_CHANGED, arg=[cell_index, before], timeout=CHANGE_TIMEOUT * 1000, polling=100
+            )
         except PWTimeout:
             pass
         if handle is None:
@@ -414,11 +463,15 @@ class NotebookPage:
             self.assert_no_errors(f"after {what}")
             parts = []
             if not (now["nimg"] and now["img"] != before["img"]):
-                parts.append(f"the figure (.widget-output img src) did not change "
-                             f"({now['nimg']} image(s) in {now['scope']})")
+                parts.append(
+                    f"the figure (.widget-output img src) did not change "
+                    f"({now['nimg']} image(s) in {now['scope']})"
+                )
             if not (now["nreadout"] and now["readout"] != before["readout"]):
-                parts.append(f"the readout (.routelab-readout) did not change "
-                             f"(text now: {now['readout'][:200]!r})")
+                parts.append(
+                    f"the readout (.routelab-readout) did not change "
+                    f"(text now: {now['readout'][:200]!r})"
+                )
             self.fail(f"{what}: within {CHANGE_TIMEOUT:.0f} s " + " and ".join(parts))
         result = handle.json_value()
         if result["state"] == "error":
@@ -427,20 +480,83 @@ class NotebookPage:
 
 def _code_sources(nb_path: Path) -> list[str]:
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
-    return ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else c.get("source", "")
-            for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    return [
+        "".join(c.get("source", "")) if isinstance(c.get("source"), list) else c.get("source", "")
+        for c in nb.get("cells", [])
+        if c.get("cell_type") == "code"
+    ]
 
 
 def _in_opt_out(locator) -> bool:
     return locator.evaluate("(el) => !!el.closest('.routelab-no-browser-check')")
 
 
+def _move_slider(nbp: NotebookPage, handle) -> str:
+    """Move a slider handle to its far end (End/Home): one decisive value change,
+    like a student dragging it across.  Returns a description of the move."""
+    lo, hi, now = (
+        float(handle.get_attribute(a)) for a in ("aria-valuemin", "aria-valuemax", "aria-valuenow")
+    )
+    key = "End" if now <= (lo + hi) / 2 else "Home"
+    old_value = handle.get_attribute("aria-valuenow")
+    handle.focus()
+    handle.press(key)
+    moved = False
+    try:
+        nbp.page.wait_for_function(
+            "([el, v]) => el.getAttribute('aria-valuenow') !== v",
+            arg=[handle.element_handle(), old_value],
+            timeout=10_000,
+        )
+        moved = True
+    except PWTimeout:
+        pass
+    if not moved:
+        nbp.fail(
+            f"pressing {key} on the focused slider handle did not move it "
+            f"(value {old_value}, range {lo:g}..{hi:g})"
+        )
+    return f"moved with {key} to {handle.get_attribute('aria-valuenow')}"
+
+
+def _next_option(nbp: NotebookPage, select) -> str:
+    n_opts = select.locator("option").count()
+    index = (select.evaluate("(el) => el.selectedIndex") + 1) % n_opts
+    select.select_option(index=index)
+    return f"changed to option {index} ({select.evaluate('(el) => el.value')!r})"
+
+
+def _exercise(nbp: NotebookPage, control, what: str, slug: str, act) -> None:
+    """Change one control and wait until its figure AND its readout change."""
+    cell = nbp.cell_of(control)
+    cell_loc = nbp.page.locator(".jp-Notebook .jp-Cell").nth(cell)
+    control.scroll_into_view_if_needed()
+    before = nbp.signature(cell)
+    if not (before["nimg"] and before["nreadout"]):
+        nbp.fail(
+            f"{what}: needs a figure (.widget-output img) and a readout "
+            f"(.routelab-readout) to check, found {before['nimg']} image(s) "
+            f"and {before['nreadout']} readout(s)"
+        )
+    nbp.shot(f"{slug}-before", cell_loc)
+    done = act(nbp, control)
+    nbp.wait_changed(cell, before, f"{what} {done}")
+    nbp.shot(f"{slug}-after", cell_loc)
+
+
 # --------------------------------------------------------------------------- the test
 if NOTEBOOKS:
     _params = [pytest.param(p, id=p.stem) for p in NOTEBOOKS]
 else:
-    _params = [pytest.param(None, id="no-notebooks", marks=pytest.mark.skip(
-        reason=f"no *.ipynb in {NOTEBOOKS_DIR} yet -- nothing to check in the browser"))]
+    _params = [
+        pytest.param(
+            None,
+            id="no-notebooks",
+            marks=pytest.mark.skip(
+                reason=f"no *.ipynb in {NOTEBOOKS_DIR} yet -- nothing to check in the browser"
+            ),
+        )
+    ]
 
 
 @pytest.mark.parametrize("nb_path", _params)
@@ -455,34 +571,39 @@ def test_notebook_runs_and_explorers_respond(nb_path: Path, browser, lab_server:
     try:
         page.goto(f"{lab_server.url}/lab/tree/{quote(rel)}?reset", wait_until="domcontentloaded")
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible", timeout=90_000)
-        nbp.wait_idle(120)
+        nbp.wait_kernel_ready(120)
 
         # Clear stored outputs first: committed notebooks already show [1], [2], ...
         # and stored widget views, so only a cleared notebook proves a fresh run.
         nbp.menu("Edit", "Clear Outputs of All Cells")
         page.wait_for_function(
             "() => ![...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
-            ".some(p => /\\[\\d+\\]/.test(p.textContent))", timeout=30_000)
+            ".some(p => /\\[\\d+\\]/.test(p.textContent))",
+            timeout=30_000,
+        )
 
         t0 = time.monotonic()
         nbp.menu("Run", "Run All Cells")
         state = None
         try:
-            state = page.wait_for_function(JS_RUN_STATE, timeout=RUN_ALL_TIMEOUT * 1000,
-                                           polling=250).json_value()
+            state = page.wait_for_function(
+                JS_RUN_STATE, timeout=RUN_ALL_TIMEOUT * 1000, polling=250
+            ).json_value()
         except PWTimeout:
             pass
         if state is None:
             nbp.assert_no_errors("while running all cells")
-            nbp.fail(f"Run All Cells did not finish within {RUN_ALL_TIMEOUT:.0f} s; "
-                     f"prompts: {page.evaluate(JS_PROMPTS)}")
+            nbp.fail(
+                f"Run All Cells did not finish within {RUN_ALL_TIMEOUT:.0f} s; "
+                f"prompts: {page.evaluate(JS_PROMPTS)}"
+            )
         run_s = time.monotonic() - t0
         print(f"{nb_path.name}: Run All Cells took {run_s:.1f} s")
         if state == "error":
             nbp.assert_no_errors("while running all cells")
 
         # Widgets render asynchronously after the cells finish.
-        wants_explorer = any("explorer" in s for s in sources)
+        wants_explorer = any("explorer" in s.lower() for s in sources)
         if wants_explorer:
             rendered = False
             try:
@@ -490,13 +611,17 @@ def test_notebook_runs_and_explorers_respond(nb_path: Path, browser, lab_server:
                     "() => document.querySelector('.jp-Notebook .widget-slider, "
                     ".jp-Notebook .widget-dropdown') || document.querySelector('.jp-Notebook')"
                     ".innerText.includes('Error displaying widget')",
-                    timeout=WIDGET_RENDER_TIMEOUT * 1000, polling=200)
+                    timeout=WIDGET_RENDER_TIMEOUT * 1000,
+                    polling=200,
+                )
                 rendered = True
             except PWTimeout:
                 pass
             if not rendered:
-                nbp.fail("a code cell mentions 'explorer' but no slider or dropdown rendered "
-                         f"within {WIDGET_RENDER_TIMEOUT} s")
+                nbp.fail(
+                    "a code cell mentions 'explorer' but no slider or dropdown rendered "
+                    f"within {WIDGET_RENDER_TIMEOUT} s"
+                )
         nbp.shot("run-all")
         nbp.assert_no_errors("after Run All Cells")
 
@@ -504,67 +629,29 @@ def test_notebook_runs_and_explorers_respond(nb_path: Path, browser, lab_server:
         dropdowns = page.locator(".jp-Notebook .widget-dropdown select")
         n_sliders, n_dropdowns = sliders.count(), dropdowns.count()
         if wants_explorer and n_sliders + n_dropdowns == 0:
-            nbp.fail("a code cell mentions 'explorer' but no .widget-slider/.widget-dropdown rendered")
+            nbp.fail(
+                "a code cell mentions 'explorer' but no .widget-slider/.widget-dropdown rendered"
+            )
 
         for i in range(n_sliders):
             handle = sliders.nth(i)
             if _in_opt_out(handle) or handle.evaluate(
-                    "(el) => !!el.closest('.noUi-target[disabled]')"):
+                "(el) => !!el.closest('.noUi-target[disabled]')"
+            ):
                 continue
             label = nbp.label_of(handle, ".widget-slider") or f"slider{i}"
-            what = f"slider {i} ({label!r})"
-            cell = nbp.cell_of(handle)
-            cell_loc = page.locator(".jp-Notebook .jp-Cell").nth(cell)
-            handle.scroll_into_view_if_needed()
-            before = nbp.signature(cell)
-            if not (before["nimg"] and before["nreadout"]):
-                nbp.fail(f"{what}: needs a figure (.widget-output img) and a readout "
-                         f"(.routelab-readout) to check, found {before['nimg']} image(s) "
-                         f"and {before['nreadout']} readout(s)")
-            nbp.shot(f"slider-{_slug(label)}-before", cell_loc)
-            lo, hi, now = (float(handle.get_attribute(a)) for a in
-                           ("aria-valuemin", "aria-valuemax", "aria-valuenow"))
-            # Move to the far end (End/Home): one decisive value change, the same
-            # as a student dragging the handle across.
-            key = "End" if now <= (lo + hi) / 2 else "Home"
-            old_value = handle.get_attribute("aria-valuenow")
-            handle.focus()
-            handle.press(key)
-            moved = False
-            try:
-                page.wait_for_function("([el, v]) => el.getAttribute('aria-valuenow') !== v",
-                                       arg=[handle.element_handle(), old_value], timeout=10_000)
-                moved = True
-            except PWTimeout:
-                pass
-            if not moved:
-                nbp.fail(f"{what}: pressing {key} on the focused handle did not move it "
-                         f"(value {old_value}, range {lo:g}..{hi:g})")
-            nbp.wait_changed(cell, before, f"{what} moved with {key}")
-            nbp.shot(f"slider-{_slug(label)}-after", cell_loc)
+            _exercise(
+                nbp, handle, f"slider {i} ({label!r})", f"slider-{_slug(label)}", _move_slider
+            )
 
         for j in range(n_dropdowns):
             select = dropdowns.nth(j)
-            if _in_opt_out(select) or select.is_disabled():
+            if _in_opt_out(select) or select.is_disabled() or select.locator("option").count() < 2:
                 continue
             label = nbp.label_of(select, ".widget-dropdown") or f"dropdown{j}"
-            n_opts = select.locator("option").count()
-            if n_opts < 2:
-                continue
-            what = f"dropdown {j} ({label!r})"
-            cell = nbp.cell_of(select)
-            cell_loc = page.locator(".jp-Notebook .jp-Cell").nth(cell)
-            select.scroll_into_view_if_needed()
-            before = nbp.signature(cell)
-            if not (before["nimg"] and before["nreadout"]):
-                nbp.fail(f"{what}: needs a figure (.widget-output img) and a readout "
-                         f"(.routelab-readout) to check, found {before['nimg']} image(s) "
-                         f"and {before['nreadout']} readout(s)")
-            nbp.shot(f"dropdown-{_slug(label)}-before", cell_loc)
-            current = select.evaluate("(el) => el.selectedIndex")
-            select.select_option(index=(current + 1) % n_opts)
-            nbp.wait_changed(cell, before, f"{what} changed to option {(current + 1) % n_opts}")
-            nbp.shot(f"dropdown-{_slug(label)}-after", cell_loc)
+            _exercise(
+                nbp, select, f"dropdown {j} ({label!r})", f"dropdown-{_slug(label)}", _next_option
+            )
 
         nbp.assert_no_errors("after moving the controls")
     finally:
@@ -572,7 +659,11 @@ def test_notebook_runs_and_explorers_respond(nb_path: Path, browser, lab_server:
             context.close()
         finally:
             lab_server.shutdown_kernels_for(rel)
-            if nb_path.read_bytes() != original:  # belt and braces: autosave is off
+            modified = nb_path.read_bytes() != original  # belt and braces: autosave is off
+            if modified:
                 nb_path.write_bytes(original)
-                pytest.fail(f"{nb_path} was modified on disk during the browser test "
-                            "(restored the original)", pytrace=False)
+    if modified:
+        pytest.fail(
+            f"{nb_path} was modified on disk during the browser test (restored the original)",
+            pytrace=False,
+        )

@@ -205,8 +205,13 @@ def test_evictor_bounds_memory_and_kills_oldest_first(sizes, feed):
         assert r.mem == _held_mem(r)
         if n_evicted:
             assert before_mem > high
+            # least recently fed first; the arriving fragment's own queue may be
+            # among the evicted ones and be re-created at once (as in the kernel,
+            # ip_evictor runs before ip_find)
+            arriving = (frag.id, frag.proto, frag.saddr, frag.daddr)
             gone = [k for k in before_keys if k not in r.queue_keys()]
-            assert gone == before_keys[:n_evicted]  # least recently fed first
+            expected = [k for k in before_keys[:n_evicted] if k != arriving]
+            assert gone == expected
             assert r.mem <= low + frag.truesize + IPQ_STRUCT_BYTES
         else:
             assert before_mem <= high or not before_keys
