@@ -54,13 +54,27 @@ __all__ = ["Device", "Router", "OUTCOMES"]
 
 O = OUTCOMES  # outcome codes
 # packet classes after the array stages
-C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_PING = range(8)
+C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_PING, C_REDIR = range(9)
+ICMP_RATELIMIT = 1.0      # sysctl_icmp_ratelimit = 1*HZ: one ICMP error per second per peer
+XRLIM_BURST_FACTOR = 6    # net/ipv4/icmp.c xrlim_allow: bursts of up to 6
+ERROR_COST, ERROR_BURST = 1.0, 5.0  # ip_rt_error_cost / ip_rt_error_burst (kernel.md s1)
 MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
 USER_SLICE = 0.1           # nice-0 timeslice of the 2.6 O(1) scheduler, ~100 ms
 KSOFTIRQD_SLICE = 0.01     # nice-19 timeslice, 10 ms (MIN_TIMESLICE)
 # columns read only off the hot path (kept as numpy arrays)
-RARE = ("rtype", "gw", "nrules", "martian", "icmp_wire_s", "fifo_slots", "path_cost")
+RARE = ("rtype", "gw", "nrules", "martian", "icmp_wire_s", "fifo_slots", "path_cost", "saddr",
+        "key")
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
+
+
+class _RedirectState:
+    """Redirect rate state for kernels without a route cache (per source)."""
+
+    __slots__ = ("rate_tokens", "rate_last")
+
+    def __init__(self) -> None:
+        self.rate_tokens = 0
+        self.rate_last = -1e18
 
 
 def _next_tick(x: float, hz: int) -> float:
@@ -213,7 +227,12 @@ class _Run:
         if k.route_cache:
             self.cache = RouteCache(k, r.sysctl["rt_buckets"], r.sysctl, r.ncpus, r.costs.fn,
                                     r.sysctl["rcu_maxbatch"], self.rng)
+        self._xrlim: dict = {}
+        self._errlim: dict = {}
+        self._redir: dict = {}
+        self._icmp_limited = 0
         self.result = self._loop(trace, bin_s, record_every)
+        self.result.counters["icmp"]["RateLimited"] = self._icmp_limited
 
     # -- stateless stages over arrays ----------------------------------------
     def _prepare(self, tr: PacketTrace) -> dict:
@@ -225,7 +244,7 @@ class _Run:
         speed = np.array([d.speed for d in devs], dtype=np.float64)
         iif = tr.iif.astype(np.int64)
         self._kind = tr.kind
-        p = {}
+        p = {"iif": iif, "saddr": tr.saddr}
         p["cpu"] = dev_cpu[iif]
         p["napi"] = napi[iif]
         # receive cost: NAPI poll share, or hard IRQ + netif_rx backlog (2.4)
@@ -288,6 +307,8 @@ class _Run:
         ping = (cls == C_FWD) & ((self._kind == KIND["ping_request"])
                                  | (self._kind == KIND["ping_reply"]))
         cls[ping] = C_PING
+        # leaving by the interface it came in on: ip_forward may send a redirect
+        cls[(cls == C_FWD) & (p["oif"] == p["iif"])] = C_REDIR
         hit = np.broadcast_to(p["route_hit_cost"], (n,))
         p["cls"] = cls
         p["path_cost"] = path
@@ -568,8 +589,13 @@ class _Run:
                         last_end[cpu] = fin
                         continue
             fin = start + svc
-            if cls == C_FWD or cls == C_PING:
+            if cls == C_FWD or cls == C_PING or cls == C_REDIR:
                 # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
+                if cls == C_REDIR:
+                    w = self._ip_rt_send_redirect(j, d, start, e, txq, link_free, txcap, stats,
+                                                  icmp)
+                    svc += w
+                    fin += w
                 forw += 1
                 oif = OIF[j]
                 nf = NFRAG[j]
@@ -778,15 +804,19 @@ class _Run:
         dep = math.nan
         if cls == C_TTL or cls == C_FRAGNEED:
             # ip_forward: TTL <= 1 -> ICMP time exceeded; DF and too big -> frag needed
-            icmp["OutMsgs"] += 1
             if cls == C_TTL:
                 outcome[j] = O["drop_ttl"]
-                icmp["OutTimeExcds"] += 1
+                sent = self._icmp_xrlim_allow(j, fin)
+                if sent:
+                    icmp["OutTimeExcds"] += 1
             else:
                 outcome[j] = O["drop_frag_needed"]
-                icmp["OutDestUnreachs"] += 1
                 mib["FragFails"] += 1
-            dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
+                sent = True            # PMTU discovery is never rate limited
+                icmp["OutDestUnreachs"] += 1
+            if sent:
+                icmp["OutMsgs"] += 1
+                dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
         elif cls == C_LOCAL:
             mib["InDelivers"] += 1
             outcome[j] = O["local"]
@@ -799,7 +829,12 @@ class _Run:
                 ping_rtt[self._rare_of(j, "tag")] = [T[j], dep]
         elif cls == C_NOROUTE:
             outcome[j] = O["drop_no_route"]
-            if self._rare_of(j, "rtype") == RTN["unreachable"]:
+            mib["OutNoRoutes"] += 1
+            rtype = self._rare_of(j, "rtype")
+            # ip_error: unreachable -> host unreachable, prohibit -> packet
+            # filtered; blackhole routes discard silently
+            if rtype in (RTN["unreachable"], RTN["prohibit"]) and self._ip_error_allow(j, e, fin) \
+                    and self._icmp_xrlim_allow(j, fin):
                 icmp["OutMsgs"] += 1
                 icmp["OutDestUnreachs"] += 1
                 dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
@@ -812,6 +847,86 @@ class _Run:
         if e is not None:
             e.refcnt -= 1
         return dep
+
+    # -- ICMP rate limits and redirects -----------------------------------------------
+    def _icmp_xrlim_allow(self, j: int, now: float) -> bool:
+        """Token bucket per peer for ICMP errors (time exceeded, unreachable).
+
+        Kernel: net/ipv4/icmp.c icmpv4_xrlim_allow / xrlim_allow (2.4, 2.6):
+        one message per ``icmp_ratelimit`` (1 s) per destination, bursts of
+        up to 6.  Simplification: keyed by the offending packet's source
+        address (the kernel keys by the output route to it).  The cost of
+        ``icmp_send`` is charged either way (the limit is checked inside it).
+        """
+        peer = self._rare_of(j, "saddr")
+        tokens, last = self._xrlim.get(peer, (XRLIM_BURST_FACTOR * ICMP_RATELIMIT, now))
+        tokens = min(tokens + (now - last), XRLIM_BURST_FACTOR * ICMP_RATELIMIT)
+        ok = tokens >= ICMP_RATELIMIT
+        if ok:
+            tokens -= ICMP_RATELIMIT
+        else:
+            self._icmp_limited += 1
+        self._xrlim[peer] = (tokens, now)
+        return ok
+
+    def _ip_error_allow(self, j: int, e, now: float) -> bool:
+        """ip_error's own limit on unreachable routes: error_cost per message,
+        bursts of error_burst, per cached entry (per flow without a cache).
+
+        Kernel: net/ipv4/route.c ip_error.
+        """
+        if e is not None:
+            tokens, last = e.rate_tokens, e.rate_last
+            if e.rate_last == 0.0 and e.rate_tokens == 0:
+                tokens = ERROR_BURST
+        else:
+            key = self._rare_of(j, "key")       # the flow (daddr, saddr)
+            tokens, last = self._errlim.get(key, (ERROR_BURST, now))
+        tokens = min(tokens + (now - last), ERROR_BURST)
+        ok = tokens >= ERROR_COST
+        if ok:
+            tokens -= ERROR_COST
+        else:
+            self._icmp_limited += 1
+        if e is not None:
+            e.rate_tokens, e.rate_last = tokens, now
+        else:
+            self._errlim[key] = (tokens, now)
+        return ok
+
+    def _ip_rt_send_redirect(self, j, d, now, e, txq, link_free, txcap, stats, icmp) -> float:
+        """Maybe send an ICMP redirect for a packet leaving by its input device.
+
+        Kernel: net/ipv4/route.c ip_rt_send_redirect (2.4.22, 2.6.11): per
+        route entry, at most ``redirect_number`` redirects spaced by
+        ``redirect_load << n``, then silence until ``redirect_silence`` passes
+        with no offending packet.  Simplification: every packet that leaves
+        by its input device qualifies (the kernel also wants the source
+        on-link and redirects enabled on the device); without a route cache
+        (2.0) the state is kept per source address.  Returns the CPU time.
+        """
+        sc = self.r.sysctl
+        if e is not None:
+            state = e
+        else:
+            peer = self._rare_of(j, "saddr")
+            state = self._redir.setdefault(peer, _RedirectState())
+        if now - state.rate_last > sc["redirect_silence"]:
+            state.rate_tokens = 0
+        if state.rate_tokens >= sc["redirect_number"]:
+            state.rate_last = now
+            return 0.0
+        if state.rate_tokens == 0 or now > state.rate_last + (sc["redirect_load"]
+                                                               * (1 << state.rate_tokens)):
+            state.rate_last = now
+            state.rate_tokens += 1
+            icmp["OutMsgs"] += 1
+            icmp["OutRedirects"] += 1
+            self._emit_icmp(d, now, self._rare_of(j, "icmp_wire_s"), txq, link_free, txcap,
+                            stats)
+            c = self.r.costs.fn
+            return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
+        return 0.0
 
     # -- helpers ----------------------------------------------------------------
     @staticmethod

@@ -60,7 +60,7 @@ BINDER_TEST="tests/test_binder_env.py::test_binder_requirements_alone_run_every_
 deselect=()
 if [[ -f tests/test_binder_env.py ]]; then
     say "stage 1/2 (background): python -m pytest $BINDER_TEST"
-    "$PY" -m pytest "$BINDER_TEST" -p no:cacheprovider --timeout=900 \
+    "$PY" -m pytest "$BINDER_TEST" -s -p no:cacheprovider --timeout=900 \
         --junitxml="$REPORTS/binder.xml" "$@" >"$REPORTS/binder.log" 2>&1 &
     binder_pid=$!
     deselect=(--deselect "$BINDER_TEST")

@@ -70,28 +70,18 @@ def test_ttl_expired(kernel):
     assert res.counters["icmp"]["OutTimeExcds"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: router.py sends an ICMP error for every packet; the kernel rate-limits "
-    "time-exceeded and dest-unreachable (not frag-needed) per destination with "
-    "icmpv4_xrlim_allow/xrlim_allow: icmp_ratelimit 1 s, burst XRLIM_BURST_FACTOR 6"))
 def test_icmp_time_exceeded_is_rate_limited():
     res = make_router("2.6.0").run(trace(20, rate=1000.0, ttl=1), 0.1)
     only(res, "drop_ttl", 20)
     assert 1 <= res.counters["icmp"]["OutTimeExcds"] <= 6
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: router.py ignores ip_error's own limit (error_cost 1 s, error_burst 5 s: at "
-    "most 5 unreachables in a burst per cached unreachable route)"))
 def test_ip_error_unreachables_are_rate_limited():
     res = make_router("2.6.0", default_route=False).run(trace(20, rate=1000.0), 0.1)
     only(res, "drop_no_route", 20)
     assert 1 <= res.counters["icmp"]["OutDestUnreachs"] <= 5
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: router.py sends ICMP only for 'unreachable' routes; ip_error also answers "
-    "'prohibit' routes (EACCES -> ICMP_PKT_FILTERED); only blackhole (EINVAL) is silent"))
 def test_prohibit_route_answers_with_icmp():
     devs = [Device("eth0", "e1000", 0), Device("eth1", "e1000", 0)]
     fib = Fib(routes=[Route("10.0.0.0/8", oif=0), Route("130.0.0.0/8", rtype="prohibit")])
@@ -100,11 +90,6 @@ def test_prohibit_route_answers_with_icmp():
     assert res.counters["icmp"]["OutDestUnreachs"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: redirects are not modelled: a packet leaving by the interface it came in on, "
-    "from an on-link source, gets RTCF_DOREDIRECT and ip_forward calls "
-    "ip_rt_send_redirect (redirect_number/redirect_load/redirect_silence are knobs "
-    "that nothing reads); OutRedirects stays 0"))
 def test_same_interface_forward_sends_a_redirect():
     res = make_router("2.6.0").run(trace(10, daddr=ip_to_int("10.0.0.9")), 0.1)
     only(res, "forwarded", 10)

@@ -294,11 +294,7 @@ class RouteCache:
         miss = c["chain_step"]
         cand = None
         min_score = 1 << 32
-        age_score = self.kernel.score == "age"
-        hz = self.hz
-        now_j = int(now * hz)
-        low = (1 << 30) - 1
-        local = RTN["local"]
+        score = self.rt_score
         for pos, r in enumerate(chain):
             t += miss
             if r.key == key and r.ik == ik:
@@ -312,15 +308,7 @@ class RouteCache:
                 t += self.rt_free(e, now, cpu)
                 return r, t
             if r.refcnt == 0:
-                # rt_score, inlined (see rt_score for the rule)
-                if age_score:
-                    s = ~(now_j - int(r.lastuse * hz)) & low
-                else:
-                    s = r.use if r.use < low else low
-                if r.valuable:
-                    s |= 1 << 31
-                if r.output_route or not r.fast_clean and r.rtype != local:
-                    s |= 1 << 30
+                s = score(r, now)
                 if s <= min_score:
                     cand, min_score = r, s
         if self.kernel.cache_insert == "nocache":
@@ -384,7 +372,7 @@ class RouteCache:
         mask = self.mask
         k = self.rover
         visited_b = visited_e = freed = 0
-        hz = self.hz
+        may_expire = self.rt_may_expire
         for _ in range(buckets):
             k = (k + 1) & mask
             visited_b += 1
@@ -395,16 +383,7 @@ class RouteCache:
                 last = chain[-1]
                 for r in chain:
                     visited_e += 1
-                    # rt_may_expire(r, tmo, expire), inlined for speed; fast-clean
-                    # only applies when another entry follows (rt_fast_clean: rt_next)
-                    if r.refcnt:
-                        may = False
-                    elif r.expires and now_j >= int(r.expires * hz):
-                        may = True
-                    else:
-                        age = now_j - int(r.lastuse * hz)
-                        may = not ((age <= tmo and not (r.fast_clean and r is not last))
-                                   or (age <= expire and r.valuable))
+                    may = may_expire(r, tmo, expire, now_j, r is not last)
                     if may:
                         t += self.rt_free(r, now, cpu)
                         freed += 1
