@@ -12,8 +12,8 @@ per-packet loop and result assembly -- the whole call):
 ``mixed``
     Full path, mixed traffic: kernel 2.6.0 (NAPI e1000, RCU) on one 2.4 GHz
     P4 Xeon; 2000 host pairs (IMIX) plus worm probes (a new destination
-    each), TTL-expired, martian, bad-header, unreachable and local (ping)
-    packets.
+    each), TTL-expired, martian, bad-header, unreachable, prohibited, local
+    (ping) and redirected (out by the input device) packets.
 ``hit``
     Cache-hit dominated: kernel 2.4.24 on a dual Opteron, e1000, 300 host
     pairs, IMIX, below capacity (~99 % route-cache hits).
@@ -29,13 +29,16 @@ For each workload the script reports
   the time goes (array stages, list columns, the loop, Result assembly);
 * the reference (``reference_eventloop.py``, heapq and SimPy schedulers)
   on the *first 100,000 packets* (50,000 with ``--quick``) of the same
-  trace, checked packet by packet against the fast loop on that subset
-  (outcome, start of service, departure within 1e-9 s, rt_cache_stat);
+  trace, median of as many runs as the fast loop, checked packet by packet
+  against the fast loop on that subset (outcome, start of service,
+  departure within 1e-9 s, rt_cache_stat);
 * the speed ratio fast (1 M run) / reference (subset), and the same ratio
   with the fast loop timed on the subset too;
-* peak memory of the 1 M-packet run: tracemalloc peak of one extra run and
-  the process's ``ru_maxrss`` (trace + run + result), each workload in its
-  own process.
+* peak memory of the 1 M-packet run: the process's ``ru_maxrss`` (imports,
+  trace, run and Result; each workload runs in its own process), and the
+  tracemalloc peak of a run over the first 50,000 packets scaled x20 (the
+  run's memory is linear in packets; tracemalloc slows this loop ~40x, so a
+  traced 1 M run takes many minutes -- ``--full-tracemalloc`` does it).
 
 Targets (from the issue): >= 1 M packets/s (``mixed``, ``hit``), >= 300 k
 packets/s (``churn``), >= 30x the SimPy/heapq reference, < 500 MB peak.
@@ -79,7 +82,8 @@ def _fib():
 
     return Fib(routes=[Route("10.1.0.0/16", oif=0), Route("192.0.2.0/24", oif=1),
                        Route("0.0.0.0/0", oif=1, gateway="192.0.2.254"),
-                       Route("198.18.0.0/15", oif=1, rtype="unreachable")],
+                       Route("198.18.0.0/15", oif=1, rtype="unreachable"),
+                       Route("198.20.0.0/16", oif=1, rtype="prohibit")],
                local_addrs=["10.1.255.254", "192.0.2.1"])
 
 
@@ -130,6 +134,9 @@ def build(name: str, n: int = N_PACKETS):
         unreach = (u >= 0.6) & (u < 0.61)
         bg.daddr[unreach] = np.uint32(0xC6120000) + rng.integers(
             0, 1000, int(unreach.sum())).astype(np.uint32)
+        bg.daddr[(u >= 0.61) & (u < 0.615)] = np.uint32(0xC6140001)       # prohibit route
+        redirect = (u >= 0.8) & (u < 0.81) & (bg.iif == 0)                # inside -> inside
+        bg.daddr[redirect] = inside[rng.integers(0, inside.size, int(redirect.sum()))]
         worm = scanners(rng, hosts=np.array([0x0A010005, 0x0A010006], dtype=np.uint32),
                         pps=0.015 * pps, duration=dur)
         tr = PacketTrace.concat([bg, worm])
@@ -178,7 +185,10 @@ class _Stopwatch:
         return g
 
 
-def worker_fast(name: str, runs: int) -> dict:
+TRACE_PREFIX = 50_000
+
+
+def worker_fast(name: str, runs: int, full_trace: bool) -> dict:
     """Time the fast loop on the full workload; measure its memory (own process)."""
     router, tr, dur = build(name)
     watch = _Stopwatch()
@@ -204,16 +214,25 @@ def worker_fast(name: str, runs: int) -> dict:
             "cpu_softirq_pct_max_cpu": s["cpu_softirq_pct_max_cpu"],
             "simulated_s": dur}
     del res
+    # tracemalloc: the whole run (slow), or a prefix scaled up (memory is per packet)
+    n_tr = len(tr) if full_trace else TRACE_PREFIX
+    sub = tr if full_trace else _exactly(tr, n_tr)
+    sub_dur = dur if full_trace else float(sub.t[-1]) + 1e-3
+    t0 = time.perf_counter()
     tracemalloc.start()
-    router.run(tr, dur)
+    router.run(sub, sub_dur)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
+    traced_s = time.perf_counter() - t0
+    scale = len(tr) / n_tr
     return {"times_s": times, "median_s": med, "pps": len(tr) / med,
             "breakdown_s": {k: round(v, 4) for k, v in part.items()},
-            "tracemalloc_peak_mb": peak / 2**20, "maxrss_mb": maxrss_mb, "run": info}
+            "tracemalloc_peak_mb": peak / 2**20 * scale, "tracemalloc_packets": n_tr,
+            "tracemalloc_scale": scale, "tracemalloc_run_s": traced_s,
+            "maxrss_mb": maxrss_mb, "run": info}
 
 
-def worker_ref(name: str, n_sub: int) -> dict:
+def worker_ref(name: str, n_sub: int, runs: int) -> dict:
     """The reference on the first ``n_sub`` packets, checked against the fast loop."""
     from reference_eventloop import reference_run
 
@@ -226,9 +245,12 @@ def worker_ref(name: str, n_sub: int) -> dict:
     t_fast = time.perf_counter() - t0
     out = {"subset": n_sub, "fast_subset_pps": n_sub / t_fast}
     for sched in ("heapq", "simpy"):
-        t0 = time.perf_counter()
-        ref = reference_run(router, tr, dur, scheduler=sched)
-        dt = time.perf_counter() - t0
+        dts = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            ref = reference_run(router, tr, dur, scheduler=sched)
+            dts.append(time.perf_counter() - t0)
+        dt = statistics.median(dts)
         o = fast.packets["outcome"][:n_sub]
         ts = fast.packets["t_start"][:n_sub]
         td = fast.packets["t_depart"][:n_sub]
@@ -237,7 +259,7 @@ def worker_ref(name: str, n_sub: int) -> dict:
         both_nan = np.isnan(td) & np.isnan(ref.t_depart)
         depart_diff = int(np.count_nonzero(~(both_nan | (np.abs(td - ref.t_depart) <= 1e-9))))
         stat_same = fast.counters.get("rt_cache_stat") == ref.counters.get("rt_cache_stat")
-        out[sched] = {"pps": n_sub / dt, "seconds": dt, "events": ref.events,
+        out[sched] = {"pps": n_sub / dt, "seconds": dt, "runs_s": dts, "events": ref.events,
                       "outcome_diff": outcome_diff, "t_start_diff": start_diff,
                       "t_depart_diff": depart_diff, "rt_cache_stat_same": bool(stat_same),
                       "same": outcome_diff == 0 and start_diff == 0 and depart_diff == 0
@@ -245,8 +267,9 @@ def worker_ref(name: str, n_sub: int) -> dict:
     return out
 
 
-def _child(mode: str, name: str, arg: int) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", mode, name, str(arg)]
+def _child(mode: str, name: str, *args) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", mode, name,
+           ",".join(str(a) for a in args)]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if p.returncode != 0:
         raise RuntimeError(f"worker {mode} {name} failed:\n{p.stderr[-3000:]}")
@@ -261,13 +284,17 @@ def _fmt_pps(x: float) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 timed run, 50 k reference subset")
+    ap.add_argument("--full-tracemalloc", action="store_true",
+                    help="trace the whole 1 M run (very slow) instead of a 50 k prefix x20")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--workloads", default="mixed,hit,churn")
     ap.add_argument("--out", default=str(HERE / "results" / "forwarding.json"))
     a = ap.parse_args(argv)
     if a.worker:
         mode, name, arg = a.worker
-        res = worker_fast(name, int(arg)) if mode == "fast" else worker_ref(name, int(arg))
+        args = [int(x) for x in arg.split(",")]
+        res = worker_fast(name, args[0], bool(args[1])) if mode == "fast" else \
+            worker_ref(name, args[0], args[1])
         print(json.dumps(res))
         return 0
 
@@ -280,12 +307,12 @@ def main(argv=None) -> int:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, load average "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; "
-          f"bare dict loop {calib:.1f} M/s (toolchain notes: ~16 M/s)")
+          f"bare dict loop {calib:.1f} M/s (toolchain notes: ~16 M/s)", flush=True)
     results = {}
     for name in a.workloads.split(","):
         t0 = time.perf_counter()
-        fast = _child("fast", name, runs)
-        ref = _child("ref", name, n_sub)
+        fast = _child("fast", name, runs, int(a.full_tracemalloc))
+        ref = _child("ref", name, n_sub, runs)
         results[name] = {"title": TITLES[name], "fast": fast, "reference": ref,
                          "wall_s": time.perf_counter() - t0}
         print(f"  {name}: done in {results[name]['wall_s']:.0f} s", flush=True)
@@ -293,7 +320,7 @@ def main(argv=None) -> int:
     # ---- table ----
     hdr = (f"{'workload':8s} {'fast pkt/s':>11s} {'target':>7s} | {'ref heapq':>9s} "
            f"{'ratio':>6s} {'ref SimPy':>9s} {'ratio':>6s} {'same':>5s} | "
-           f"{'tracemalloc':>11s} {'maxrss':>7s}")
+           f"{'tracemalloc*':>12s} {'maxrss':>7s}")
     print()
     print(hdr)
     print("-" * len(hdr))
@@ -307,7 +334,7 @@ def main(argv=None) -> int:
         print(f"{name:8s} {_fmt_pps(f['pps']):>11s} {_fmt_pps(TARGET_PPS[name]):>7s} | "
               f"{_fmt_pps(rh['pps']):>9s} {ratio_h:5.1f}x {_fmt_pps(rs['pps']):>9s} "
               f"{ratio_s:5.1f}x {'yes' if same else 'NO':>5s} | "
-              f"{f['tracemalloc_peak_mb']:8.0f} MB {f['maxrss_mb']:4.0f} MB")
+              f"{f['tracemalloc_peak_mb']:9.0f} MB {f['maxrss_mb']:4.0f} MB")
         summary[name] = {"fast_pps": f["pps"], "target_pps": TARGET_PPS[name],
                          "meets_pps": f["pps"] >= TARGET_PPS[name],
                          "ratio_heapq": ratio_h, "ratio_simpy": ratio_s,
@@ -318,6 +345,10 @@ def main(argv=None) -> int:
                          "peak_mb": max(f["tracemalloc_peak_mb"], f["maxrss_mb"]),
                          "meets_memory": max(f["tracemalloc_peak_mb"],
                                              f["maxrss_mb"]) < TARGET_MB}
+    some = next(iter(results.values()))["fast"]
+    print(f"* tracemalloc peak of the first {some['tracemalloc_packets']:,} packets "
+          f"x{some['tracemalloc_scale']:.0f}" if some["tracemalloc_scale"] != 1 else
+          "* tracemalloc peak of the whole run")
     print()
     for name, r in results.items():
         f = r["fast"]

@@ -50,6 +50,13 @@ The model as this reference states it
 * ``dev_queue_xmit`` happens when the packet's service ends; the qdisc holds
   every packet not yet off the wire; a TX completion (the last bit leaves)
   drops the packet's dst reference.
+* ICMP errors the router originates (time exceeded, unreachable, prohibited)
+  are decided when the packet's service ends, through ``ip_error``'s token
+  bucket (per cache entry, per flow without a cache) and ``xrlim_allow``'s
+  (per source); a redirect for a packet leaving by its input device is
+  decided when its service starts (``ip_rt_send_redirect``: per entry, per
+  source without a cache), queued at once, and its CPU time lengthens the
+  packet's service.
 * Ties at one instant: TX completions, then service ends (and the next
   job's start), then timers (RCU tick, dst GC, rt_check_expire,
   rt_secret_rebuild), then arrivals.  Timers fire only up to the last
@@ -89,10 +96,22 @@ from routelab import OUTCOMES
 from routelab.core.skbuff import KIND
 from routelab.ipv4.fib import RTN
 from routelab.ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache
-from routelab.router import (C_FRAGNEED, C_FWD, C_HDR, C_LOCAL, C_MARTIAN, C_NOROUTE, C_PING,
-                             C_TTL, MAX_SOFTIRQ_RESTART, Router, _Run)
+from routelab.router import (
+    C_FRAGNEED,
+    C_FWD,
+    C_HDR,
+    C_LOCAL,
+    C_MARTIAN,
+    C_NOROUTE,
+    C_PING,
+    C_REDIR,
+    C_TTL,
+    MAX_SOFTIRQ_RESTART,
+    Router,
+    _Run,
+)
 
-__all__ = ["ReferenceResult", "reference_run", "check_scope"]
+__all__ = ["ReferenceResult", "check_scope", "reference_run"]
 
 O = OUTCOMES
 
@@ -102,6 +121,10 @@ TIMER_KINDS = (TIMER_DST_GC, TIMER_CHECK_EXPIRE, TIMER_SECRET)
 
 # Job kinds in a CPU's FIFO.
 JOB_PACKET, JOB_TIMER, JOB_BUSY = range(3)
+
+# ICMP rate limits (net/ipv4/icmp.c xrlim_allow, net/ipv4/route.c ip_error), seconds
+ICMP_RATELIMIT, XRLIM_BURST = 1.0, 6.0        # one error per second per peer, bursts of 6
+ERROR_COST, ERROR_BURST = 1.0, 5.0            # ip_rt_error_cost, ip_rt_error_burst
 
 
 # --------------------------------------------------------------------------- events
@@ -167,7 +190,7 @@ class SimpyScheduler:
 class Job:
     """Work for a CPU: a packet, a timer handler, or plain busy time."""
 
-    __slots__ = ("kind", "j", "fresh", "timer", "due", "w", "dst", "svc", "first_after")
+    __slots__ = ("kind", "j", "fresh", "timer", "due", "w", "dst", "extra", "first_after")
 
     def __init__(self, kind: int, j: int = -1, fresh: bool = False, timer: int = -1,
                  due: float = 0.0, w: float = 0.0) -> None:
@@ -178,7 +201,7 @@ class Job:
         self.due = due
         self.w = w
         self.dst = None
-        self.svc = 0.0
+        self.extra = 0.0      # CPU time added after the service was first costed (redirect)
         self.first_after = 0
 
 
@@ -202,6 +225,16 @@ class Cpu:
         return self.current is None and not self.queue
 
 
+class _RedirState:
+    """Redirect rate state of one source when there is no route cache."""
+
+    __slots__ = ("rate_tokens", "rate_last")
+
+    def __init__(self) -> None:
+        self.rate_tokens = 0
+        self.rate_last = -1e18
+
+
 # --------------------------------------------------------------------------- result
 @dataclass
 class ReferenceResult:
@@ -222,6 +255,8 @@ def check_scope(router: Router) -> None:
         raise ValueError("reference: echo-reply injection (reflect) is out of scope")
     if any(d.cpu != 0 for d in router.devices):
         raise ValueError("reference: every device must hand its receive work to CPU 0")
+    if router.kernel.route_cache and router.kernel.rcu != "none" and router.ncpus > 1:
+        raise ValueError("reference: RCU kernels are compared on one CPU only (ncpus=1)")
 
 
 def reference_run(router: Router, trace, duration: float,
@@ -276,7 +311,7 @@ class _Reference:
         self.ik = p["ik"].tolist()
         self.H = p["h"].tolist()
         self.kind = trace.kind.tolist()
-        self.c = c = r.costs.fn
+        self.c = r.costs.fn
 
         # devices
         devs = r.devices
@@ -302,7 +337,10 @@ class _Reference:
                                   "InDelivers", "InDiscards", "OutRequests", "OutNoRoutes",
                                   "OutDiscards", "FragOKs", "FragFails", "FragCreates"), 0)
         self.icmp = dict.fromkeys(("OutMsgs", "OutTimeExcds", "OutDestUnreachs",
-                                   "OutRedirects", "OutEchoReps", "InEchos"), 0)
+                                   "OutRedirects", "OutEchoReps", "InEchos", "RateLimited"), 0)
+        self.xrlim: dict = {}        # ICMP error token bucket per source address
+        self.errlim: dict = {}       # ip_error token bucket per flow (no route cache)
+        self.redir: dict = {}        # redirect state per source (no route cache)
 
         # CPUs and the softirq structure
         self.cpus = [Cpu() for _ in range(r.ncpus)]
@@ -419,8 +457,12 @@ class _Reference:
                 return
         else:
             svc = job.w
+        fin = now + svc
+        if job.extra:
+            fin += job.extra          # (added the way router.py adds it)
+            svc += job.extra
         cpu.busy_s += svc
-        self.sched.schedule(Event(now + svc, CPU_DONE, (cc, job)))
+        self.sched.schedule(Event(fin, CPU_DONE, (cc, job)))
 
     def on_cpu_done(self, ev: Event) -> None:
         cc, job = ev.data
@@ -529,6 +571,9 @@ class _Reference:
                     svc += c["kfree_skb"] - float(self.p["path_cost"][j])
             self.sync_timers()
         job.dst = e
+        if cls == C_REDIR and self.outcome[j] < 0:
+            # ip_forward: the packet leaves by the device it came in on
+            job.extra = self.ip_rt_send_redirect(j, now, e)
         return svc
 
     def ip_route_input(self, j: int, now: float, cc: int):
@@ -582,7 +627,7 @@ class _Reference:
         e = job.dst
         if self.outcome[j] >= 0:          # refused by the slow path
             return
-        if cls == C_FWD or cls == C_PING:
+        if cls == C_FWD or cls == C_PING or cls == C_REDIR:
             self.mib["ForwDatagrams"] += 1
             oif = self.oif[j]
             nf = self.nfrag[j]
@@ -603,15 +648,19 @@ class _Reference:
         d = self.dev[j]
         iwire = float(self.p["icmp_wire_s"][j])
         if cls == C_TTL or cls == C_FRAGNEED:
-            self.icmp["OutMsgs"] += 1
             if cls == C_TTL:
                 self.outcome[j] = O["drop_ttl"]
-                self.icmp["OutTimeExcds"] += 1
+                sent = self.icmp_xrlim_allow(j, now)
+                if sent:
+                    self.icmp["OutTimeExcds"] += 1
             else:
                 self.outcome[j] = O["drop_frag_needed"]
-                self.icmp["OutDestUnreachs"] += 1
                 self.mib["FragFails"] += 1
-            self.emit_icmp(d, now, iwire)
+                sent = True                      # PMTU discovery is not rate limited
+                self.icmp["OutDestUnreachs"] += 1
+            if sent:
+                self.icmp["OutMsgs"] += 1
+                self.emit_icmp(d, now, iwire)
         elif cls == C_LOCAL:
             self.mib["InDelivers"] += 1
             self.outcome[j] = O["local"]
@@ -622,7 +671,11 @@ class _Reference:
                 self.t_depart[j] = self.emit_icmp(d, now, iwire)
         elif cls == C_NOROUTE:
             self.outcome[j] = O["drop_no_route"]
-            if int(self.p["rtype"][j]) == RTN["unreachable"]:
+            self.mib["OutNoRoutes"] += 1
+            rtype = int(self.p["rtype"][j])
+            # ip_error answers unreachable and prohibit routes; blackholes stay silent
+            if (rtype in (RTN["unreachable"], RTN["prohibit"]) and self.ip_error_allow(j, e, now)
+                    and self.icmp_xrlim_allow(j, now)):
                 self.icmp["OutMsgs"] += 1
                 self.icmp["OutDestUnreachs"] += 1
                 self.emit_icmp(d, now, iwire)
@@ -634,6 +687,67 @@ class _Reference:
             self.mib["InHdrErrors"] += 1
         if e is not None:
             e.refcnt -= 1                 # kfree_skb drops skb->dst
+
+    def icmp_xrlim_allow(self, j: int, now: float) -> bool:
+        """Token bucket per offending source for ICMP errors (xrlim_allow)."""
+        peer = int(self.tr.saddr[j])
+        tokens, last = self.xrlim.get(peer, (XRLIM_BURST * ICMP_RATELIMIT, now))
+        tokens = min(tokens + (now - last), XRLIM_BURST * ICMP_RATELIMIT)
+        ok = tokens >= ICMP_RATELIMIT
+        if ok:
+            tokens -= ICMP_RATELIMIT
+        else:
+            self.icmp["RateLimited"] += 1
+        self.xrlim[peer] = (tokens, now)
+        return ok
+
+    def ip_error_allow(self, j: int, e, now: float) -> bool:
+        """ip_error's token bucket: per cached entry, per flow without a cache."""
+        if e is not None:
+            tokens, last = e.rate_tokens, e.rate_last
+            if last == 0.0 and tokens == 0:
+                tokens = ERROR_BURST              # a fresh entry starts with a full bucket
+        else:
+            tokens, last = self.errlim.get(self.key[j], (ERROR_BURST, now))
+        tokens = min(tokens + (now - last), ERROR_BURST)
+        ok = tokens >= ERROR_COST
+        if ok:
+            tokens -= ERROR_COST
+        else:
+            self.icmp["RateLimited"] += 1
+        if e is not None:
+            e.rate_tokens, e.rate_last = tokens, now
+        else:
+            self.errlim[self.key[j]] = (tokens, now)
+        return ok
+
+    def ip_rt_send_redirect(self, j: int, now: float, e) -> float:
+        """Maybe send an ICMP redirect; return the CPU time it took.
+
+        Per route entry (per source without a cache): at most
+        ``redirect_number`` redirects spaced by ``redirect_load << n``, then
+        silence until ``redirect_silence`` passes with no offending packet.
+        """
+        sc = self.r.sysctl
+        if e is not None:
+            state = e
+        else:
+            state = self.redir.setdefault(int(self.tr.saddr[j]), _RedirState())
+        if now - state.rate_last > sc["redirect_silence"]:
+            state.rate_tokens = 0
+        if state.rate_tokens >= sc["redirect_number"]:
+            state.rate_last = now
+            return 0.0
+        if state.rate_tokens == 0 or now > state.rate_last + (sc["redirect_load"]
+                                                               * (1 << state.rate_tokens)):
+            state.rate_last = now
+            state.rate_tokens += 1
+            self.icmp["OutMsgs"] += 1
+            self.icmp["OutRedirects"] += 1
+            self.emit_icmp(self.dev[j], now, float(self.p["icmp_wire_s"][j]))
+            c = self.c
+            return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
+        return 0.0
 
     def emit_icmp(self, d: int, now: float, wire: float) -> float:
         """An ICMP message the router originates, queued on device ``d``."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -75,6 +76,19 @@ class _RedirectState:
     def __init__(self) -> None:
         self.rate_tokens = 0
         self.rate_last = -1e18
+
+
+def _retire(oq: deque, now: float) -> int:
+    """Retire the frames of a TX queue that left the wire by ``now``; return its length.
+
+    Kernel: the driver's TX-completion path frees each sent skb (``kfree_skb``
+    -> ``dst_release``).
+    """
+    while oq and oq[0][0] <= now:
+        x = oq.popleft()[1]
+        if x is not None:
+            x.refcnt -= 1
+    return len(oq)
 
 
 def _next_tick(x: float, hz: int) -> float:
@@ -332,7 +346,7 @@ class _Run:
         self._classify(p)
         n0 = len(tr)
         cols = self._columns(tr, p)
-        T, DEV, CPU, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE = cols
+        T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE = cols
         rare = self._rare = {name: p[name] for name in RARE}
         rare["kind"], rare["tag"] = tr.kind, tr.tag
         self._rare_extra = {}
@@ -345,26 +359,31 @@ class _Run:
 
         # --- devices ---
         dev_napi = [bool(d.profile.napi and k.napi) for d in devs]
+        dev_cpu = [d.cpu for d in devs]
         ring = [d.ring for d in devs]
         txcap = [d.profile.tx_ring + (d.txqueuelen if d.txqueuelen is not None
                                       else r.sysctl["txqueuelen"]) for d in devs]
-        # RX queue: per device for NAPI rings, per CPU backlog for netif_rx
-        rxq_of_dev = [di if dev_napi[di] else ndev + devs[di].cpu for di in range(ndev)]
+        # RX queue: per device for NAPI rings, per CPU backlog for netif_rx; it holds
+        # the service start of every admitted packet.  Starts that have passed are
+        # retired lazily: only when the queue might be full (``rx_lim``) or the
+        # backlog is throttled does the exact occupancy matter.
         rxq = [deque() for _ in range(ndev + ncpu)]
+        rxq_dev = [rxq[di] if dev_napi[di] else rxq[ndev + devs[di].cpu] for di in range(ndev)]
         throttle = [False] * ncpu
         backlog_max = r.sysctl["netdev_max_backlog"]
         budget = backlog_max
+        rx_lim = [ring[di] if dev_napi[di] else backlog_max + 1 for di in range(ndev)]
         stats = {name: [0] * ndev for name in (
             "rx_packets", "rx_errors", "rx_dropped", "rx_missed", "rx_fifo", "rnbc",
             "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops")}
-        rx_packets = stats["rx_packets"]
-        tx_packets = stats["tx_packets"]
         softnet_dropped = [0] * ncpu
         softnet_throttled = [0] * ncpu
         time_squeeze = [0] * ncpu
-        txq = [deque() for _ in range(ndev)]   # (depart, dst or None), FIFO per link
+        # (depart, dst or None), FIFO per link; frames already off the wire are
+        # retired lazily, before anything reads a reference count or when the
+        # qdisc looks full
+        txq = [deque() for _ in range(ndev)]
         link_free = [0.0] * ndev
-        next_tx = math.inf
 
         # --- CPUs ---
         busy = [0.0] * ncpu
@@ -390,11 +409,14 @@ class _Run:
         qs_idle = "idle" in rcu_kinds
         qs_handler = "softirq_handler" in rcu_kinds
         qs_loop = "softirq_loop" in rcu_kinds
-        table = cache.table if cache is not None else None
-        cstat = cache.stat if cache is not None else None
+        rcu_wake = rcu is not None and (user or qs_idle)   # an idle CPU may report a QS
+        has_cache = cache is not None
+        table = cache.table if has_cache else None
+        cstat = cache.stat if has_cache else None
         step_c = c["chain_step"]
-        slow = cache.ip_route_input_slow if cache is not None else None
-        dstops = cache.dst if cache is not None else None
+        slow = cache.ip_route_input_slow if has_cache else None
+        dstops = cache.dst if has_cache else None
+        misses = [0] * ncpu                # slow-path calls per CPU (in_hit at the end)
         rcu_tick = jiffy
 
         def next_timer() -> float:
@@ -411,13 +433,12 @@ class _Run:
             # the RCU callbacks, so completions are applied just before those
             # run rather than after every packet (same result, less work).
             for oq in txq:
-                while oq and oq[0][0] <= now:
-                    x = oq.popleft()[1]
-                    if x is not None:
-                        x.refcnt -= 1
+                if oq and oq[0][0] <= now:
+                    _retire(oq, now)
 
         nt = next_timer()
         rec_next = 0.0
+        ne = nt if nt < rec_next else rec_next   # next timer or state sample
         rec = {"t": [], "entries": [], "hashed": [], "garbage": [], "rcu_pending": [],
                "expire": [], "equilibrium": [], "rover": []}
         mib = dict.fromkeys(("InReceives", "InHdrErrors", "InAddrErrors", "ForwDatagrams",
@@ -429,215 +450,223 @@ class _Run:
         ping_rtt: dict = {}
         reflect = r.reflect
         dyn: list = []
-        heappush, heappop = heapq.heappush, heapq.heappop
+        heappop = heapq.heappop
 
         cost_drop_irq = c["irq_rx"] + c["netif_rx"] + c["kfree_skb"]
         rr = c["softirq_entry"]
-        O_FWD, O_QDISC = O["forwarded"], O["drop_qdisc"]
-        in_receives = forw = 0
+        O_QDISC = O["drop_qdisc"]
         slow_total = 0.0
         i = 0
         while True:
-            # next packet: the offered trace or an injected echo reply
+            # next stretch of packets: offered ones up to the next injected echo
+            # reply, or that reply alone
             if dyn and (i >= n0 or dyn[0][0] < T[i]):
-                j = heappop(dyn)[1]
+                seq = (heappop(dyn)[1],)
             elif i < n0:
-                j = i
-                i += 1
+                stop = bisect_right(T, dyn[0][0], i, n0) if dyn else n0
+                seq = range(i, stop)
+                i = stop
             else:
                 break
-            t = T[j]
-            # ---- timers, samples and TX completions due by now ----
-            if t >= nt:
-                rcu_tick = self._fire_timers(t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop,
-                                             rcu_tick, use_rcu, user, ncpu, hz, jiffy, tr, H, i)
-                nt = next_timer()
-            if t >= rec_next:
-                while rec_next <= t and rec_next <= duration:
-                    self._record(rec, rec_next)
-                    rec_next += record_every
-                if rec_next > duration:
-                    rec_next = math.inf
-
-            d = DEV[j]
-            cpu = CPU[j]
-            # ---- receive: NIC ring (NAPI) or per-CPU backlog (netif_rx) ----
-            q = rxq[rxq_of_dev[d]]
-            while q and q[0] <= t:
-                q.popleft()
-            ql = len(q)
-            if dev_napi[d]:
-                if ql >= ring[d]:
-                    stats["rnbc"][d] += 1
-                    if ql >= ring[d] + self._rare_of(j, "fifo_slots"):
-                        # no descriptor and the NIC FIFO is full: missed
-                        stats["rx_missed"][d] += 1
-                        stats["rx_fifo"][d] += 1
-                        outcome[j] = O["drop_rx_missed"]
-                        t_start[j] = t
-                        continue
-                rx_packets[d] += 1
-            else:
-                rx_packets[d] += 1     # e100 counts in its IRQ handler, before netif_rx
-                if ql > backlog_max or (ql and throttle[cpu]):
-                    if ql > backlog_max and not throttle[cpu]:
-                        throttle[cpu] = True
-                        softnet_throttled[cpu] += 1
-                    softnet_dropped[cpu] += 1
-                    outcome[j] = O["drop_backlog"]
-                    # the hard IRQ still ran and allocated the skb: CPU time lost
-                    s0 = busy[cpu] if busy[cpu] > t else t
-                    busy[cpu] = s0 + cost_drop_irq
-                    prof_loop["rx_drop_irq"] += cost_drop_irq
-                    if s0 == last_end[cpu]:
-                        iv_d[cpu][-1] += cost_drop_irq
-                    else:
-                        iv_s[cpu].append(s0)
-                        iv_d[cpu].append(cost_drop_irq)
-                    last_end[cpu] = s0 + cost_drop_irq
-                    t_start[j] = t
-                    continue
-                if ql == 0:
-                    throttle[cpu] = False
-            # ---- CPU: the softirq loop (net_rx_action, __do_softirq, ksoftirqd) ----
-            b = busy[cpu]
-            if b < t:
-                # the CPU was idle (or running the user task) since b
-                if rcu is not None and rcu.gp_active:
-                    if user:
-                        tick = _next_tick(b, hz)
-                        if tick <= t:
-                            rcu.quiescent(cpu, tick, "user_tick")
-                    elif qs_idle:
-                        rcu.quiescent(cpu, b, "idle")
-                start = t
-                pass_n[cpu] = 1
-                pass_t0[cpu] = t
-                restarts[cpu] = 0
-                inv_t0[cpu] = t
-                in_ksoftirqd[cpu] = False
-                svc = rr
-            else:
-                start = b
-                svc = 0.0
-                pn = pass_n[cpu] + 1
-                if pn > budget or start - pass_t0[cpu] >= jiffy:
-                    # net_rx_action returns with work left (budget or a jiffy used up)
-                    time_squeeze[cpu] += 1
-                    start, w = self._softirq_boundary(
-                        cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
-                        in_ksoftirqd, ksoftirqd_wakeups, user, user_left, user_slice, inv_t0,
-                        ks_until, ctxsw, hz, jiffy, prof_loop)
-                    svc = rr + w
-                    if w:
+            for j in seq:
+                t = T[j]
+                # ---- timers, samples and TX completions due by now ----
+                if t >= ne:
+                    if t >= nt:
+                        rcu_tick = self._fire_timers(
+                            t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick,
+                            use_rcu, user, ncpu, hz, jiffy, tr, H, j if j < n0 else i)
                         nt = next_timer()
-                    pn = 1
-                    pass_t0[cpu] = start
-                pass_n[cpu] = pn
-            q.append(start)
-            t_start[j] = start
-            in_receives += 1
-            cls = CLS[j]
-            svc += COST[j]
-            e = None
-            if cls != C_HDR and cache is not None:
-                # ---- ip_route_input: walk the hash chain ----
-                key = KEY[j]
-                ik = IK[j]
-                h = H[j]
-                steps = 0
-                for x in table[h]:
-                    if x.key == key and x.ik == ik:
-                        e = x
-                        break
-                    steps += 1
-                st = cstat[cpu]
-                if steps:
-                    st[S_IN_HLIST_SEARCH] += steps
-                    svc += steps * step_c
-                if e is not None:
-                    st[S_IN_HIT] += 1
-                    e.lastuse = start
-                    e.use += 1
-                    e.refcnt += 1
-                else:
-                    flush_tx(start)
-                    if j < n0:
-                        rt_, gw_, nr_, ma_ = int(RTYPE[j]), int(GW[j]), int(NRULES[j]), int(MART[j])
+                    if t >= rec_next:
+                        while rec_next <= t and rec_next <= duration:
+                            self._record(rec, rec_next)
+                            rec_next += record_every
+                        if rec_next > duration:
+                            rec_next = math.inf
+                    ne = nt if nt < rec_next else rec_next
+
+                d = DEV[j]
+                cpu = dev_cpu[d]
+                # ---- receive: NIC ring (NAPI) or per-CPU backlog (netif_rx) ----
+                q = rxq_dev[d]
+                if len(q) >= rx_lim[d] or throttle[cpu]:
+                    # possibly full: retire the packets whose service has begun
+                    while q and q[0] <= t:
+                        q.popleft()
+                    ql = len(q)
+                    if dev_napi[d]:
+                        if ql >= ring[d]:
+                            stats["rnbc"][d] += 1
+                            if ql >= ring[d] + self._rare_of(j, "fifo_slots"):
+                                # no descriptor and the NIC FIFO is full: missed
+                                stats["rx_missed"][d] += 1
+                                stats["rx_fifo"][d] += 1
+                                outcome[j] = O["drop_rx_missed"]
+                                t_start[j] = t
+                                continue
                     else:
-                        rt_, gw_, nr_, ma_ = (self._rare_extra[j][kk] for kk in
-                                              ("rtype", "gw", "nrules", "martian"))
-                    e, ts, why = slow(start, cpu, key, ik, h, rt_, OIF[j], gw_, nr_, ma_)
-                    svc += ts
-                    slow_total += ts
-                    nt = next_timer()   # the slow path may have armed dst GC or RCU
-                    if e is None:
-                        if why == "dst_overflow":
-                            mib["InDiscards"] += 1
-                            outcome[j] = O["drop_dst_overflow"]
+                        if ql > backlog_max or (ql and throttle[cpu]):
+                            if ql > backlog_max and not throttle[cpu]:
+                                throttle[cpu] = True
+                                softnet_throttled[cpu] += 1
+                            softnet_dropped[cpu] += 1
+                            outcome[j] = O["drop_backlog"]
+                            # the hard IRQ still ran and allocated the skb: CPU time lost
+                            s0 = busy[cpu] if busy[cpu] > t else t
+                            busy[cpu] = s0 + cost_drop_irq
+                            prof_loop["rx_drop_irq"] += cost_drop_irq
+                            if s0 == last_end[cpu]:
+                                iv_d[cpu][-1] += cost_drop_irq
+                            else:
+                                iv_s[cpu].append(s0)
+                                iv_d[cpu].append(cost_drop_irq)
+                            last_end[cpu] = s0 + cost_drop_irq
+                            t_start[j] = t
+                            continue
+                        if ql == 0:
+                            throttle[cpu] = False
+                # (rx_packets: counted at the end -- e100 counts every packet in its
+                # IRQ handler, before netif_rx; NAPI drivers the ones they receive)
+                # ---- CPU: the softirq loop (net_rx_action, __do_softirq, ksoftirqd) ----
+                b = busy[cpu]
+                if b < t:
+                    # the CPU was idle (or running the user task) since b
+                    if rcu_wake and rcu.gp_active:
+                        if user:
+                            tick = _next_tick(b, hz)
+                            if tick <= t:
+                                rcu.quiescent(cpu, tick, "user_tick")
                         else:
-                            mib["InAddrErrors"] += 1
-                            outcome[j] = O["drop_martian"]
-                        # COST assumed a completed path; a refused packet is freed here
-                        svc += c["kfree_skb"] - self._path_cost_of(j)
-                        fin = start + svc
-                        busy[cpu] = fin
-                        if start == last_end[cpu]:
-                            iv_d[cpu][-1] += svc
+                            rcu.quiescent(cpu, b, "idle")
+                    start = t
+                    pass_n[cpu] = 1
+                    pass_t0[cpu] = t
+                    restarts[cpu] = 0
+                    inv_t0[cpu] = t
+                    in_ksoftirqd[cpu] = False
+                    svc = rr
+                else:
+                    start = b
+                    svc = 0.0
+                    pn = pass_n[cpu] + 1
+                    if pn > budget or start - pass_t0[cpu] >= jiffy:
+                        # net_rx_action returns with work left (budget or a jiffy used up)
+                        time_squeeze[cpu] += 1
+                        if use_rcu and rcu.done[cpu]:
+                            flush_tx(start)   # the RCU callbacks read reference counts
+                        start, w = self._softirq_boundary(
+                            cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
+                            in_ksoftirqd, ksoftirqd_wakeups, user, user_left, user_slice,
+                            inv_t0, ks_until, ctxsw, hz, jiffy, prof_loop)
+                        svc = rr + w
+                        if w:
+                            nt = next_timer()
+                            ne = nt if nt < rec_next else rec_next
+                        pn = 1
+                        pass_t0[cpu] = start
+                    pass_n[cpu] = pn
+                q.append(start)
+                t_start[j] = start
+                cls = CLS[j]
+                svc += COST[j]
+                e = None
+                if has_cache and cls != C_HDR:
+                    # ---- ip_route_input: walk the hash chain ----
+                    key = KEY[j]
+                    ik = IK[j]
+                    steps = 0
+                    for x in table[H[j]]:
+                        if x.key == key and x.ik == ik:
+                            e = x
+                            break
+                        steps += 1
+                    if steps:
+                        cstat[cpu][S_IN_HLIST_SEARCH] += steps
+                        svc += steps * step_c
+                    if e is not None:
+                        # (in_hit: lookups minus misses, counted at the end)
+                        e.lastuse = start
+                        e.use += 1
+                        e.refcnt += 1
+                    else:
+                        misses[cpu] += 1
+                        flush_tx(start)
+                        if j < n0:
+                            rt_, gw_, nr_, ma_ = (int(RTYPE[j]), int(GW[j]), int(NRULES[j]),
+                                                  int(MART[j]))
                         else:
-                            iv_s[cpu].append(start)
-                            iv_d[cpu].append(svc)
-                        last_end[cpu] = fin
-                        continue
-            fin = start + svc
-            if cls == C_FWD or cls == C_PING or cls == C_REDIR:
-                # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
+                            rt_, gw_, nr_, ma_ = (self._rare_extra[j][kk] for kk in
+                                                  ("rtype", "gw", "nrules", "martian"))
+                        e, ts, why = slow(start, cpu, key, ik, H[j], rt_, OIF[j], gw_, nr_, ma_)
+                        svc += ts
+                        slow_total += ts
+                        nt = next_timer()   # the slow path may have armed dst GC or RCU
+                        ne = nt if nt < rec_next else rec_next
+                        if e is None:
+                            if why == "dst_overflow":
+                                mib["InDiscards"] += 1
+                                outcome[j] = O["drop_dst_overflow"]
+                            else:
+                                mib["InAddrErrors"] += 1
+                                outcome[j] = O["drop_martian"]
+                            # COST assumed a completed path; a refused packet is freed here
+                            svc += c["kfree_skb"] - self._path_cost_of(j)
+                            fin = start + svc
+                            busy[cpu] = fin
+                            if start == last_end[cpu]:
+                                iv_d[cpu][-1] += svc
+                            else:
+                                iv_s[cpu].append(start)
+                                iv_d[cpu].append(svc)
+                            last_end[cpu] = fin
+                            continue
+                # the CPU is busy with this packet until fin
+                fin = start + svc
                 if cls == C_REDIR:
+                    # ip_forward: out by the device it came in on -- maybe a redirect
                     w = self._ip_rt_send_redirect(j, d, start, e, txq, link_free, txcap, stats,
                                                   icmp)
                     svc += w
                     fin += w
-                forw += 1
-                oif = OIF[j]
-                nf = NFRAG[j]
-                if nf > 1:
-                    mib["FragOKs"] += 1
-                    mib["FragCreates"] += nf
-                oq = txq[oif]
-                while oq and oq[0][0] <= fin:
-                    x = oq.popleft()[1]
-                    if x is not None:
-                        x.refcnt -= 1
-                if len(oq) >= txcap[oif]:
-                    stats["qdisc_drops"][oif] += 1
-                    mib["OutDiscards"] += 1
-                    outcome[j] = O_QDISC
-                    if e is not None:
-                        e.refcnt -= 1
+                busy[cpu] = fin
+                if start == last_end[cpu]:
+                    iv_d[cpu][-1] += svc
                 else:
-                    lf = link_free[oif]
-                    dep = (lf if lf > fin else fin) + WIRE[j]
-                    link_free[oif] = dep
-                    oq.append((dep, e))
-                    tx_packets[oif] += nf
-                    t_depart[j] = dep
-                    if cls == C_PING:
-                        self._ping_forwarded(tr, j, oif, dep, cols, outcome, t_start, t_depart,
-                                             dyn, ping_rtt, reflect, T)
-            else:
-                self._other_path(cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap,
-                                 stats, mib, icmp, ping_rtt, T)
-            busy[cpu] = fin
-            if start == last_end[cpu]:
-                iv_d[cpu][-1] += svc
-            else:
-                iv_s[cpu].append(start)
-                iv_d[cpu].append(svc)
-            last_end[cpu] = fin
+                    iv_s[cpu].append(start)
+                    iv_d[cpu].append(svc)
+                last_end[cpu] = fin
+                if cls == C_FWD or cls == C_PING or cls == C_REDIR:
+                    # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
+                    # (ForwDatagrams, FragOKs/FragCreates, tx_packets: at the end)
+                    oif = OIF[j]
+                    oq = txq[oif]
+                    cap = txcap[oif]
+                    if len(oq) < cap or _retire(oq, fin) < cap:
+                        lf = link_free[oif]
+                        dep = (lf if lf > fin else fin) + WIRE[j]
+                        link_free[oif] = dep
+                        oq.append((dep, e))
+                        t_depart[j] = dep
+                        if cls == C_PING and self._ping_forwarded(
+                                tr, j, oif, dep, cols, outcome, t_start, t_depart, dyn,
+                                ping_rtt, reflect, T):
+                            # an echo reply was injected: pick the next packet afresh
+                            if j < n0:
+                                i = j + 1
+                            break
+                    else:
+                        stats["qdisc_drops"][oif] += 1
+                        mib["OutDiscards"] += 1
+                        outcome[j] = O_QDISC
+                        if e is not None:
+                            e.refcnt -= 1
+                else:
+                    self._other_path(cls, j, d, fin, e, outcome, t_depart, txq, link_free,
+                                     txcap, stats, mib, icmp, ping_rtt, T)
 
-        mib["InReceives"] += in_receives
-        mib["ForwDatagrams"] += forw
         prof_loop["route_slow"] = slow_total
+        self._count_at_end(tr, p, outcome, DEV, CLS, OIF, NFRAG, dev_cpu, stats, mib, misses,
+                           softnet_dropped, n0)
         # ---- drain: transmit completions after the last arrival ----
         for oq in txq:
             for _, x in oq:
@@ -657,9 +686,47 @@ class _Run:
                                ctxsw, ksoftirqd_wakeups)
 
     # -- pieces of the loop that run rarely ---------------------------------------
+    def _count_at_end(self, tr, p, outcome, DEV, CLS, OIF, NFRAG, dev_cpu, stats, mib,
+                      misses, softnet_dropped, n0) -> None:
+        """Counters the loop leaves to the end: they follow from the outcomes.
+
+        rx_packets (every packet the NIC did not miss), InReceives (every packet
+        past the ring/backlog), ForwDatagrams, FragOKs/FragCreates (forwarded or
+        dropped by the qdisc), tx_packets of forwarded frames, rt_cache_stat in_hit
+        (lookups minus slow-path calls).
+        """
+        n = len(outcome)
+        extra = slice(n0, n)
+        o = np.fromiter(outcome, dtype=np.int8, count=n)
+        dev = np.concatenate([tr.iif.astype(np.int64), np.asarray(DEV[extra], dtype=np.int64)])
+        cls = np.concatenate([p["cls"], np.asarray(CLS[extra], dtype=np.int8)])
+        oif = np.concatenate([p["oif"], np.asarray(OIF[extra], dtype=np.int64)])
+        nfrag = np.concatenate([p["nfrag"], np.asarray(NFRAG[extra], dtype=np.int64)])
+        ndev = len(stats["rx_packets"])
+        per_dev = np.bincount(dev, minlength=ndev)
+        for di in range(ndev):
+            stats["rx_packets"][di] += int(per_dev[di]) - stats["rx_missed"][di]
+        received = (o != O["drop_rx_missed"]) & (o != O["drop_backlog"])
+        mib["InReceives"] += int(np.count_nonzero(received))
+        fwd = (o == O["forwarded"]) | (o == O["drop_qdisc"])
+        mib["ForwDatagrams"] += int(np.count_nonzero(fwd))
+        frag = fwd & (nfrag > 1)
+        mib["FragOKs"] += int(np.count_nonzero(frag))
+        mib["FragCreates"] += int(nfrag[frag].sum())
+        sent = o == O["forwarded"]
+        tx = np.bincount(oif[sent], weights=nfrag[sent], minlength=ndev)
+        for di in range(ndev):
+            stats["tx_packets"][di] += int(tx[di])
+        if self.cache is not None:
+            looked = received & (cls != C_HDR)
+            lookups = np.bincount(np.asarray(dev_cpu, dtype=np.int64)[dev[looked]],
+                                  minlength=len(misses))
+            for cc, row in enumerate(self.cache.stat):
+                row[S_IN_HIT] += int(lookups[cc]) - misses[cc]
+
     def _columns(self, tr: PacketTrace, p: dict) -> tuple:
         """Hot per-packet columns as Python lists (fast to index in the loop)."""
-        return (tr.t.tolist(), tr.iif.astype(np.int64).tolist(), p["cpu"].tolist(),
+        return (tr.t.tolist(), tr.iif.astype(np.int64).tolist(),
                 p["key"].tolist(), p["ik"].tolist(), p["h"].tolist(), p["cls"].tolist(),
                 p["cost"].tolist(), p["oif"].tolist(), p["nfrag"].tolist(),
                 p["wire_s"].tolist())
@@ -674,8 +741,12 @@ class _Run:
         return float(self._rare_of(j, "path_cost"))
 
     def _ping_forwarded(self, tr, j, oif, dep, cols, outcome, t_start, t_depart, dyn, ping_rtt,
-                        reflect, T) -> None:
-        """Track an echo request/reply crossing the router; inject the far end's reply."""
+                        reflect, T) -> bool:
+        """Track an echo request/reply crossing the router; inject the far end's reply.
+
+        Returns True if a reply was injected (the loop must then look again at
+        which packet comes next).
+        """
         kind = self._rare_of(j, "kind")
         tag = self._rare_of(j, "tag")
         if kind == KIND["ping_request"] and oif in reflect:
@@ -683,8 +754,10 @@ class _Run:
                                     t_depart)
             heapq.heappush(dyn, (T[jn], jn))
             ping_rtt.setdefault(tag, [T[j], math.nan])
-        elif kind == KIND["ping_reply"]:
+            return True
+        if kind == KIND["ping_reply"]:
             ping_rtt.setdefault(tag, [math.nan, math.nan])[1] = dep
+        return False
 
     def _fire_timers(self, t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick,
                      use_rcu, user, ncpu, hz, jiffy, tr, H, i) -> float:
@@ -697,8 +770,8 @@ class _Run:
             due = min(cache.check_expire_at, cache.secret_at, dstops.gc_timer_at, rcu_due)
             if due > t:
                 return rcu_tick
-            flush_tx(due)
             if due == rcu_due:
+                flush_tx(due)
                 # a tick on every CPU: idle ones pass a quiescent state and run
                 # their RCU tasklet
                 for cc in range(ncpu):
@@ -711,6 +784,9 @@ class _Run:
                         self._charge(cc, due, w, busy, iv_s, iv_d, last_end)
                 rcu_tick = _next_tick(due, hz)
                 continue
+            # the handler gets CPU 0 after the softirq work queued before it:
+            # the TX completions up to then have happened
+            flush_tx(busy[0] if busy[0] > due else due)
             if due == dstops.gc_timer_at:
                 w = dstops.dst_run_gc(due)
             elif due == cache.check_expire_at:
@@ -934,7 +1010,7 @@ class _Run:
     def _emit_icmp(dev: int, t: float, wire: float, txq, link_free, txcap, stats) -> float:
         """Queue an ICMP message the router originates on ``dev``."""
         q = txq[dev]
-        if len(q) >= txcap[dev]:
+        if _retire(q, t) >= txcap[dev]:   # TX completions up to now free their slots
             stats["qdisc_drops"][dev] += 1
             return math.nan
         lf = link_free[dev]

@@ -43,7 +43,9 @@ def make_router(kernel: str, cpu: str = "opteron-2400x2", nic: str = "e1000",
                Device("eth1", nic, 0, speed_bps=speed_bps, mtu=out_mtu)]
     fib = Fib(routes=[Route("10.1.0.0/16", oif=0), Route("192.0.2.0/24", oif=1),
                       Route("0.0.0.0/0", oif=1, gateway="192.0.2.254"),
-                      Route("198.18.0.0/15", oif=1, rtype="unreachable")],
+                      Route("198.18.0.0/15", oif=1, rtype="unreachable"),
+                      Route("198.20.0.0/16", oif=1, rtype="prohibit"),
+                      Route("198.21.0.0/16", oif=1, rtype="blackhole")],
               local_addrs=["10.1.255.254", "192.0.2.1"])
     return Router(kernel, cpu, devices, fib, sysctl=sysctl, ncpus=ncpus, seed=seed)
 
@@ -51,8 +53,9 @@ def make_router(kernel: str, cpu: str = "opteron-2400x2", nic: str = "e1000",
 def make_trace(pps: float, duration: float, *, seed: int = 2, flows: int = 300,
                worm_pps: float = 0.0, oddities: bool = True, df_fraction: float = 0.0,
                mix: str = "imix") -> PacketTrace:
-    """Background traffic, plus TTL-1, martian, bad-header, local-ping and
-    unreachable packets, plus optional worm scanners (a new destination per probe)."""
+    """Background traffic, plus TTL-1, martian, bad-header, local-ping, unreachable,
+    prohibited, blackholed and redirected (out by the input device) packets, plus
+    optional worm scanners (a new destination per probe)."""
     rng = np.random.default_rng(seed)
     inside = addr_block(INSIDE, 200) + np.uint32(1)
     outside = addr_block(OUTSIDE, 5000) + np.uint32(1)
@@ -70,6 +73,10 @@ def make_trace(pps: float, duration: float, *, seed: int = 2, flows: int = 300,
         unreach = (u >= 0.6) & (u < 0.62)
         tr.daddr[unreach] = np.uint32(0xC6120000) + rng.integers(
             0, 1000, int(unreach.sum())).astype(np.uint32)
+        tr.daddr[(u >= 0.62) & (u < 0.63)] = np.uint32(0xC6140001)      # prohibit route
+        tr.daddr[(u >= 0.63) & (u < 0.64)] = np.uint32(0xC6150001)      # blackhole route
+        redirect = (u >= 0.8) & (u < 0.83) & (tr.iif == 0)              # inside -> inside
+        tr.daddr[redirect] = inside[rng.integers(0, inside.size, int(redirect.sum()))]
         tr.df[(u >= 0.7) & (u < 0.7 + df_fraction)] = True
     parts = [tr]
     if worm_pps:
@@ -141,46 +148,27 @@ CASES = {
                     dict(pps=30_000, duration=0.2, worm_pps=3_000), 0.2),
 }
 
-# Cases where router.py and the reference disagree today, each for a reason
-# reported to the lead with a proposed fix (/tmp/loop_consistency_fixes.patch).
-# strict: once router.py is fixed these XPASS and the marker must go.
-KNOWN_DIFFERENCES = {
-    # _emit_icmp does not retire completed TX slots first, so an ICMP message
-    # may find a stale full qdisc (and the link's free time goes wrong)
-    "2.4.24-slow-link-qdisc": (
-        dict(kernel="2.4.24", speed_bps=10e6), dict(pps=15_000, duration=0.3, mix="imix"), 0.3,
-        "router._emit_icmp counts TX slots of frames already off the wire"),
-    # _fire_timers applies TX completions only up to the deadline, but the
-    # handler runs after the softirq work queued before it (dst_run_gc sees
-    # stale reference counts)
-    "2.4.24-nocache-overload": (
-        dict(kernel="2.4.24-nocache", cpu="k6-200"), dict(pps=30_000, duration=0.25), 0.25,
-        "router._fire_timers flushes TX completions to the deadline, not to when CPU 0 runs "
-        "the handler"),
-    # _rehash starts at the packet after the one whose arrival fired
-    # rt_secret_rebuild, so that packet is looked up in its old-key bucket
-    "2.4.24-secret-rebuild": (
-        dict(kernel="2.4.24", sysctl=dict(secret_interval=0.1)),
-        dict(pps=30_000, duration=0.35), 0.35,
-        "router._fire_timers rehashes from index i (the next packet), not from j"),
-}
+# Cases that caught differences between router.py and the reference, now fixed
+# in router.py: an ICMP message found a stale full qdisc (_emit_icmp did not
+# retire frames already off the wire); timer handlers saw TX completions only
+# up to their deadline although they run after the softirq work queued before
+# them (dst_run_gc kept entries whose last reference had gone); and
+# rt_secret_rebuild rehashed from the packet *after* the one whose arrival
+# fired it.
+CASES.update({
+    "2.4.24-slow-link-qdisc": (dict(kernel="2.4.24", speed_bps=10e6),
+                               dict(pps=15_000, duration=0.3, mix="imix"), 0.3),
+    "2.4.24-nocache-overload": (dict(kernel="2.4.24-nocache", cpu="k6-200"),
+                                dict(pps=30_000, duration=0.25), 0.25),
+    "2.4.24-secret-rebuild": (dict(kernel="2.4.24", sysctl=dict(secret_interval=0.1)),
+                              dict(pps=30_000, duration=0.35), 0.35),
+})
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fast_loop_matches_reference(name):
     rk, tk, duration = CASES[name]
     assert_equivalent(make_router(**rk), make_trace(**tk), duration)
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_DIFFERENCES))
-def test_known_differences(name):
-    rk, tk, duration, reason = KNOWN_DIFFERENCES[name]
-    router, trace = make_router(**rk), make_trace(**tk)
-    try:
-        assert_equivalent(router, trace, duration)
-    except AssertionError:
-        pytest.xfail(reason)
-    raise AssertionError(f"{name} now matches the reference: move it to CASES")
 
 
 def test_simpy_scheduler_gives_the_same_run():
@@ -194,3 +182,6 @@ def test_reference_refuses_what_it_does_not_model():
     r.user_task = True
     with pytest.raises(ValueError, match="user_task"):
         ref.reference_run(r, make_trace(pps=1000, duration=0.01), 0.01)
+    with pytest.raises(ValueError, match="one CPU"):
+        ref.reference_run(make_router("2.6.0", ncpus=2), make_trace(pps=1000, duration=0.01),
+                          0.01)
