@@ -62,6 +62,10 @@ ERROR_COST, ERROR_BURST = 1.0, 5.0  # ip_rt_error_cost / ip_rt_error_burst (kern
 MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
 USER_SLICE = 0.1           # nice-0 timeslice of the 2.6 O(1) scheduler, ~100 ms
 KSOFTIRQD_SLICE = 0.01     # nice-19 timeslice, 10 ms (MIN_TIMESLICE)
+# arrays still needed after the loop (results, profile) besides RARE
+KEEP_AFTER_COLUMNS = frozenset({"cls", "oif", "nfrag", "napi", "fwd_cost", "out_cost",
+                                "route_hit_cost", "rtype", "gw", "nrules", "martian",
+                                "icmp_wire_s", "fifo_slots", "path_cost", "saddr", "key"})
 # columns read only off the hot path (kept as numpy arrays)
 RARE = ("rtype", "gw", "nrules", "martian", "icmp_wire_s", "fifo_slots", "path_cost", "saddr",
         "key")
@@ -349,6 +353,10 @@ class _Run:
         T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE = cols
         rare = self._rare = {name: p[name] for name in RARE}
         rare["kind"], rare["tag"] = tr.kind, tr.tag
+        # the hot columns now live in lists; free the arrays nothing reads again
+        # (about a sixth of a 1 M-packet run's memory)
+        for name in [x for x in p if x not in KEEP_AFTER_COLUMNS]:
+            del p[name]
         self._rare_extra = {}
         RTYPE, GW, NRULES, MART = rare["rtype"], rare["gw"], rare["nrules"], rare["martian"]
 
