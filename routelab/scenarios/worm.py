@@ -10,6 +10,9 @@ A student host pings an outside host through the router every 100 ms.
 Everything else is the mechanism: the cache fills, ``dst_alloc`` calls
 ``rt_garbage_collect``, the GC's cost lands in softirq time on a 200 MHz CPU,
 and packets (the pings among them) wait in the backlog behind it.
+
+Status: the scenario runs, but it is **not yet calibrated** against the
+report (stories.md s1); its numbers are the uncalibrated model's.
 """
 
 from __future__ import annotations
