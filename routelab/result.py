@@ -104,8 +104,9 @@ class Result:
         packets = {
             "t": _farr(T), "dev": np.fromiter(DEV, dtype=np.int16, count=n),
             "kind": kinds, "tag": tags,
-            "outcome": np.fromiter(outcome, dtype=np.int8, count=n),
-            "t_start": _farr(t_start), "t_depart": _farr(t_depart),
+            "outcome": np.frombuffer(outcome, dtype=np.uint8).astype(np.int8),
+            "t_start": np.frombuffer(t_start, dtype=np.float64).copy(),
+            "t_depart": np.frombuffer(t_depart, dtype=np.float64).copy(),
         }
         nb = max(1, int(math.ceil(duration / bin_s)))
         edges = np.arange(nb + 1) * bin_s

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
@@ -361,9 +362,11 @@ class _Run:
         RTYPE, GW, NRULES, MART = rare["rtype"], rare["gw"], rare["nrules"], rare["martian"]
 
         # per-packet results
-        outcome = [0] * n0
-        t_start = [0.0] * n0
-        t_depart = [math.nan] * n0
+        # compact per-packet outputs: 1 byte / 8 bytes each instead of a Python
+        # object per element (a 1 M-packet run must fit a 2 GB student server)
+        outcome = bytearray(n0)
+        t_start = array("d", bytes(8 * n0))
+        t_depart = array("d", [math.nan]) * n0
 
         # --- devices ---
         dev_napi = [bool(d.profile.napi and k.napi) for d in devs]
@@ -705,7 +708,7 @@ class _Run:
         """
         n = len(outcome)
         extra = slice(n0, n)
-        o = np.fromiter(outcome, dtype=np.int8, count=n)
+        o = np.frombuffer(outcome, dtype=np.uint8).astype(np.int8)
         dev = np.concatenate([tr.iif.astype(np.int64), np.asarray(DEV[extra], dtype=np.int64)])
         cls = np.concatenate([p["cls"], np.asarray(CLS[extra], dtype=np.int8)])
         oif = np.concatenate([p["oif"], np.asarray(OIF[extra], dtype=np.int64)])
