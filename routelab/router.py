@@ -57,6 +57,7 @@ __all__ = ["Device", "Router", "OUTCOMES"]
 O = OUTCOMES  # outcome codes
 # packet classes after the array stages
 C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_PING, C_REDIR = range(9)
+C_REFUSED = -1            # the route lookup refused it (martian, dst cache overflow)
 ICMP_RATELIMIT = 1.0      # sysctl_icmp_ratelimit = 1*HZ: one ICMP error per second per peer
 XRLIM_BURST_FACTOR = 6    # net/ipv4/icmp.c xrlim_allow: bursts of up to 6
 ERROR_COST, ERROR_BURST = 1.0, 5.0  # ip_rt_error_cost / ip_rt_error_burst (kernel.md s1)
@@ -622,15 +623,7 @@ class _Run:
                                 outcome[j] = O["drop_martian"]
                             # COST assumed a completed path; a refused packet is freed here
                             svc += c["kfree_skb"] - self._path_cost_of(j)
-                            fin = start + svc
-                            busy[cpu] = fin
-                            if start == last_end[cpu]:
-                                iv_d[cpu][-1] += svc
-                            else:
-                                iv_s[cpu].append(start)
-                                iv_d[cpu].append(svc)
-                            last_end[cpu] = fin
-                            continue
+                            cls = C_REFUSED
                 # the CPU is busy with this packet until fin
                 fin = start + svc
                 if cls == C_REDIR:
@@ -671,7 +664,7 @@ class _Run:
                         outcome[j] = O_QDISC
                         if e is not None:
                             e.refcnt -= 1
-                else:
+                elif cls != C_REFUSED:
                     self._other_path(cls, j, d, fin, e, outcome, t_depart, txq, link_free,
                                      txcap, stats, mib, icmp, ping_rtt, T)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..hardware import CPUS
+from ..result import Result
 from ..kernels import KERNELS
 from ..sysctl import SYSCTLS, Knob, validate_all
 
@@ -50,3 +51,27 @@ def fill_derived(values: dict, router) -> dict:
         if k in out and out[k] is None and k in router.sysctl:
             out[k] = router.sysctl[k]
     return out
+
+
+def run_scenario(name: str, knobs: dict, build, given: dict, seed, ping_bytes) -> Result:
+    """Validate knobs and seed, build the router and trace, run, annotate the result.
+
+    ``ping_bytes`` (a knob name or a number) is the IP length of the echo
+    requests: the host side of the round trip -- request and reply each
+    crossing the inside wire once -- is added to every RTT.
+    """
+    import numpy as np
+
+    from ..errors import KnobError
+
+    values = resolve(knobs, given)
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise KnobError("seed", seed, "a non-negative integer")
+    router, trace = build(values, int(seed))
+    res = router.run(trace, values["duration"])
+    res.extra["scenario"] = name
+    res.extra["knobs"] = fill_derived(values, router)
+    res.extra["seed"] = int(seed)
+    size = values[ping_bytes] if isinstance(ping_bytes, str) else ping_bytes
+    res.extra["rtt_offset_s"] = 2 * (size + 38) * 8 / router.devices[0].speed
+    return res

@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.skbuff import ip_to_int
-from ..errors import KnobError
+from ..core.skbuff import PacketTrace, ip_to_int
 from ..ipv4.fib import Fib, Route
 from ..result import Result
 from ..router import Device, Router
 from ..sysctl import Knob
 from ..traffic import SIZE_MIXES, addr_block, background, pings
-from ..core.skbuff import PacketTrace
-from .common import (cache_knobs, cpu_knob, fill_derived, kernel_knob, resolve, run_knobs,
-                     sysctl_of)
+from .common import cache_knobs, cpu_knob, kernel_knob, run_knobs, run_scenario, sysctl_of
 
 NAME = "ping"
 TITLE = "Ping through a router carrying background traffic"
@@ -82,15 +79,4 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
 
 def run(seed: int = 1, **knobs) -> Result:
     """Run the scenario; see ``KNOBS`` for the parameters."""
-    values = resolve(KNOBS, knobs)
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise KnobError("seed", seed, "a non-negative integer")
-    router, trace = build(values, int(seed))
-    res = router.run(trace, values["duration"])
-    res.extra["scenario"] = NAME
-    res.extra["knobs"] = fill_derived(values, router)
-    res.extra["seed"] = int(seed)
-    # the host side: request and reply each cross the inside wire once
-    nic_bps = router.devices[0].speed
-    res.extra["rtt_offset_s"] = 2 * (values["ping_size"] + 38) * 8 / nic_bps
-    return res
+    return run_scenario(NAME, KNOBS, build, knobs, seed, "ping_size")

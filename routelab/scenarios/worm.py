@@ -20,14 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.skbuff import PacketTrace, ip_to_int
-from ..errors import KnobError
 from ..ipv4.fib import Fib, Route, Rule
 from ..result import Result
 from ..router import Device, Router
 from ..sysctl import Knob
 from ..traffic import addr_block, background, pings, scanners
-from .common import (cache_knobs, cpu_knob, fill_derived, kernel_knob, resolve, run_knobs,
-                     sysctl_of)
+from .common import cache_knobs, cpu_knob, kernel_knob, run_knobs, run_scenario, sysctl_of
 
 NAME = "worm"
 TITLE = "Worm scans thrash the route cache (story 1)"
@@ -90,13 +88,4 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
 
 def run(seed: int = 1, **knobs) -> Result:
     """Run the scenario; see ``KNOBS`` for the parameters."""
-    values = resolve(KNOBS, knobs)
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise KnobError("seed", seed, "a non-negative integer")
-    router, trace = build(values, int(seed))
-    res = router.run(trace, values["duration"])
-    res.extra["scenario"] = NAME
-    res.extra["knobs"] = fill_derived(values, router)
-    res.extra["seed"] = int(seed)
-    res.extra["rtt_offset_s"] = 2 * (84 + 38) * 8 / router.devices[0].speed
-    return res
+    return run_scenario(NAME, KNOBS, build, knobs, seed, 84)
