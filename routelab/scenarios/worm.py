@@ -74,7 +74,8 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
                     seed=seed, reflect={1: values["far_end_ms"] / 1e3})
     inside = addr_block(INSIDE_NET, values["hosts"]) + np.uint32(1)
-    outside = rng.integers(0x01000000, 0xDF000000, 20_000, dtype=np.int64).astype(np.uint32)
+    outside = rng.integers(0x01000000, 0xDF000000, 20_000, dtype=np.int64)
+    outside = np.where((outside >> 24) == 127, outside ^ 0x80000000, outside).astype(np.uint32)
     mean_len = 0.70 * 1500 + 0.05 * 576 + 0.25 * 52
     pps = values["background_mbps"] * 1e6 / 8 / mean_len
     bg = background(rng, pps=pps, duration=values["duration"], inside=inside, outside=outside,
