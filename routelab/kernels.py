@@ -78,6 +78,11 @@ class KernelProfile:
     check_expire_random : bool
         First rt_check_expire firing randomised in [interval, 2 interval).
     source : str
+    rcu_maxbatch : int
+        RCU callbacks per tasklet run, 0 = all.  The 2.6.0/2.6.1 profiles run
+        every ready callback at once: Sarma's tests compared vanilla 2.6.0 with
+        a "throttle-rcu" patch (kernel.md s4), and the limit (maxbatch = 10)
+        is what 2.6.11 has.  The ``rcu_maxbatch`` knob overrides it.
     """
 
     name: str
@@ -93,6 +98,7 @@ class KernelProfile:
     secret_interval: float
     check_expire_random: bool
     source: str
+    rcu_maxbatch: int = 0
 
 
 KERNELS: dict[str, KernelProfile] = {p.name: p for p in [

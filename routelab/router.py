@@ -206,6 +206,8 @@ class Router:
             out["max_size"] = max(16 * buckets, buckets)
         if out["gc_min_interval"] is None:
             out["gc_min_interval"] = self.kernel.gc_min_interval
+        if out["rcu_maxbatch"] is None:
+            out["rcu_maxbatch"] = self.kernel.rcu_maxbatch
         if given.get("secret_interval") is None:
             out["secret_interval"] = self.kernel.secret_interval
         return out

@@ -205,8 +205,9 @@ SYSCTLS: dict[str, Knob] = {k.name: k for k in [
     _k("txqueuelen", 100, int, 0, 100_000, "packets",
        "Output qdisc (pfifo_fast) length per device.",
        "ip link set DEV txqueuelen", "dev->tx_queue_len"),
-    _k("rcu_maxbatch", 10, int, 0, 1_000_000, "callbacks",
-       "RCU callbacks run per tasklet invocation (0 = no limit).",
+    _k("rcu_maxbatch", None, int, 0, 1_000_000, "callbacks",
+       "RCU callbacks run per tasklet invocation (0 = no limit; default from the "
+       "kernel profile: no limit in 2.6.0/2.6.1, 10 in 2.6.11).",
        None, "maxbatch"),
     _k("redirect_number", 9, int, 0, 1000, "redirects",
        "ICMP redirects sent to one host before going silent.",

@@ -15,6 +15,7 @@ __all__ = ["SCENARIOS", "get"]
 SCENARIOS = {
     "ping": "routelab.scenarios.ping",
     "worm": "routelab.scenarios.worm",
+    "rcu": "routelab.scenarios.rcu",
 }
 
 
