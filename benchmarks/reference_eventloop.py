@@ -95,6 +95,7 @@ import numpy as np
 from routelab import OUTCOMES
 from routelab.core.skbuff import KIND
 from routelab.ipv4.fib import RTN
+from routelab.ipv4.icmp import RedirectState, ip_error_allow, redirect_allow, xrlim_allow
 from routelab.ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache
 from routelab.router import (
     C_FRAGNEED,
@@ -123,8 +124,6 @@ TIMER_KINDS = (TIMER_DST_GC, TIMER_CHECK_EXPIRE, TIMER_SECRET)
 JOB_PACKET, JOB_TIMER, JOB_BUSY = range(3)
 
 # ICMP rate limits (net/ipv4/icmp.c xrlim_allow, net/ipv4/route.c ip_error), seconds
-ICMP_RATELIMIT, XRLIM_BURST = 1.0, 6.0        # one error per second per peer, bursts of 6
-ERROR_COST, ERROR_BURST = 1.0, 5.0            # ip_rt_error_cost, ip_rt_error_burst
 
 
 # --------------------------------------------------------------------------- events
@@ -223,16 +222,6 @@ class Cpu:
 
     def idle(self) -> bool:
         return self.current is None and not self.queue
-
-
-class _RedirState:
-    """Redirect rate state of one source when there is no route cache."""
-
-    __slots__ = ("rate_tokens", "rate_last")
-
-    def __init__(self) -> None:
-        self.rate_tokens = 0
-        self.rate_last = -1e18
 
 
 # --------------------------------------------------------------------------- result
@@ -688,60 +677,24 @@ class _Reference:
         if e is not None:
             e.refcnt -= 1                 # kfree_skb drops skb->dst
 
+    # The rate-limit *decisions* are model logic shared with the router
+    # (routelab.ipv4.icmp), like the RouteCache; only the event order is re-derived here.
     def icmp_xrlim_allow(self, j: int, now: float) -> bool:
-        """Token bucket per offending source for ICMP errors (xrlim_allow)."""
-        peer = int(self.tr.saddr[j])
-        tokens, last = self.xrlim.get(peer, (XRLIM_BURST * ICMP_RATELIMIT, now))
-        tokens = min(tokens + (now - last), XRLIM_BURST * ICMP_RATELIMIT)
-        ok = tokens >= ICMP_RATELIMIT
-        if ok:
-            tokens -= ICMP_RATELIMIT
-        else:
-            self.icmp["RateLimited"] += 1
-        self.xrlim[peer] = (tokens, now)
+        ok = xrlim_allow(self.xrlim, int(self.tr.saddr[j]), now)
+        self.icmp["RateLimited"] += not ok
         return ok
 
     def ip_error_allow(self, j: int, e, now: float) -> bool:
-        """ip_error's token bucket: per cached entry, per flow without a cache."""
-        if e is not None:
-            tokens, last = e.rate_tokens, e.rate_last
-            if last == 0.0 and tokens == 0:
-                tokens = ERROR_BURST              # a fresh entry starts with a full bucket
-        else:
-            tokens, last = self.errlim.get(self.key[j], (ERROR_BURST, now))
-        tokens = min(tokens + (now - last), ERROR_BURST)
-        ok = tokens >= ERROR_COST
-        if ok:
-            tokens -= ERROR_COST
-        else:
-            self.icmp["RateLimited"] += 1
-        if e is not None:
-            e.rate_tokens, e.rate_last = tokens, now
-        else:
-            self.errlim[self.key[j]] = (tokens, now)
+        key = ("dst", e.uid) if e is not None else ("flow", int(self.key[j]))
+        ok = ip_error_allow(self.errlim, key, now)
+        self.icmp["RateLimited"] += not ok
         return ok
 
     def ip_rt_send_redirect(self, j: int, now: float, e) -> float:
-        """Maybe send an ICMP redirect; return the CPU time it took.
-
-        Per route entry (per source without a cache): at most
-        ``redirect_number`` redirects spaced by ``redirect_load << n``, then
-        silence until ``redirect_silence`` passes with no offending packet.
-        """
-        sc = self.r.sysctl
-        if e is not None:
-            state = e
-        else:
-            state = self.redir.setdefault(int(self.tr.saddr[j]), _RedirState())
-        if now - state.rate_last > sc["redirect_silence"]:
-            state.rate_tokens = 0
-        if state.rate_tokens >= sc["redirect_number"]:
-            state.rate_last = now
-            return 0.0
-        if state.rate_tokens == 0 or now > state.rate_last + (sc["redirect_load"]
-                                                               * (1 << state.rate_tokens)):
-            state.rate_last = now
-            state.rate_tokens += 1
+        """Maybe send an ICMP redirect; return the CPU time it took."""
+        state = e if e is not None else self.redir.setdefault(int(self.tr.saddr[j]),
+                                                              RedirectState())
+        if redirect_allow(state, now, self.r.sysctl):
             self.icmp["OutMsgs"] += 1
             self.icmp["OutRedirects"] += 1
             self.emit_icmp(self.dev[j], now, float(self.p["icmp_wire_s"][j]))

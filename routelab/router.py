@@ -47,6 +47,7 @@ from .ipv4 import ip_forward as _ipf
 from .ipv4 import ip_input as _ipin
 from .ipv4 import ip_output as _ipout
 from .ipv4.fib import RTN, Fib
+from .ipv4.icmp import RedirectState, ip_error_allow, redirect_allow, xrlim_allow
 from .ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache, rt_hash_size
 from .kernels import KernelProfile, kernel_profile
 from .result import OUTCOMES, Result
@@ -58,9 +59,6 @@ O = OUTCOMES  # outcome codes
 # packet classes after the array stages
 C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_PING, C_REDIR = range(9)
 C_REFUSED = -1            # the route lookup refused it (martian, dst cache overflow)
-ICMP_RATELIMIT = 1.0      # sysctl_icmp_ratelimit = 1*HZ: one ICMP error per second per peer
-XRLIM_BURST_FACTOR = 6    # net/ipv4/icmp.c xrlim_allow: bursts of up to 6
-ERROR_COST, ERROR_BURST = 1.0, 5.0  # ip_rt_error_cost / ip_rt_error_burst (kernel.md s1)
 MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
 USER_SLICE = 0.1           # nice-0 timeslice of the 2.6 O(1) scheduler, ~100 ms
 KSOFTIRQD_SLICE = 0.01     # nice-19 timeslice, 10 ms (MIN_TIMESLICE)
@@ -72,16 +70,6 @@ KEEP_AFTER_COLUMNS = frozenset({"cls", "oif", "nfrag", "napi", "fwd_cost", "out_
 RARE = ("rtype", "gw", "nrules", "martian", "icmp_wire_s", "fifo_slots", "path_cost", "saddr",
         "key")
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
-
-
-class _RedirectState:
-    """Redirect rate state for kernels without a route cache (per source)."""
-
-    __slots__ = ("rate_tokens", "rate_last")
-
-    def __init__(self) -> None:
-        self.rate_tokens = 0
-        self.rate_last = -1e18
 
 
 def _retire(oq: deque, now: float) -> int:
@@ -933,48 +921,21 @@ class _Run:
 
     # -- ICMP rate limits and redirects -----------------------------------------------
     def _icmp_xrlim_allow(self, j: int, now: float) -> bool:
-        """Token bucket per peer for ICMP errors (time exceeded, unreachable).
+        """ICMP error rate limit per peer (routelab.ipv4.icmp.xrlim_allow).
 
-        Kernel: net/ipv4/icmp.c icmpv4_xrlim_allow / xrlim_allow (2.4, 2.6):
-        one message per ``icmp_ratelimit`` (1 s) per destination, bursts of
-        up to 6.  Simplification: keyed by the offending packet's source
-        address (the kernel keys by the output route to it).  The cost of
-        ``icmp_send`` is charged either way (the limit is checked inside it).
+        Simplification: keyed by the offending packet's source address (the
+        kernel keys by the output route to it).  The cost of ``icmp_send`` is
+        charged either way (the limit is checked inside it).
         """
-        peer = self._rare_of(j, "saddr")
-        tokens, last = self._xrlim.get(peer, (XRLIM_BURST_FACTOR * ICMP_RATELIMIT, now))
-        tokens = min(tokens + (now - last), XRLIM_BURST_FACTOR * ICMP_RATELIMIT)
-        ok = tokens >= ICMP_RATELIMIT
-        if ok:
-            tokens -= ICMP_RATELIMIT
-        else:
-            self._icmp_limited += 1
-        self._xrlim[peer] = (tokens, now)
+        ok = xrlim_allow(self._xrlim, self._rare_of(j, "saddr"), now)
+        self._icmp_limited += not ok
         return ok
 
     def _ip_error_allow(self, j: int, e, now: float) -> bool:
-        """ip_error's own limit on unreachable routes: error_cost per message,
-        bursts of error_burst, per cached entry (per flow without a cache).
-
-        Kernel: net/ipv4/route.c ip_error.
-        """
-        if e is not None:
-            tokens, last = e.rate_tokens, e.rate_last
-            if e.rate_last == 0.0 and e.rate_tokens == 0:
-                tokens = ERROR_BURST
-        else:
-            key = self._rare_of(j, "key")       # the flow (daddr, saddr)
-            tokens, last = self._errlim.get(key, (ERROR_BURST, now))
-        tokens = min(tokens + (now - last), ERROR_BURST)
-        ok = tokens >= ERROR_COST
-        if ok:
-            tokens -= ERROR_COST
-        else:
-            self._icmp_limited += 1
-        if e is not None:
-            e.rate_tokens, e.rate_last = tokens, now
-        else:
-            self._errlim[key] = (tokens, now)
+        """ip_error's limit, per cached unreachable entry (per flow without a cache)."""
+        key = ("dst", e.uid) if e is not None else ("flow", self._rare_of(j, "key"))
+        ok = ip_error_allow(self._errlim, key, now)
+        self._icmp_limited += not ok
         return ok
 
     def _ip_rt_send_redirect(self, j, d, now, e, txq, link_free, txcap, stats, icmp) -> float:
@@ -988,21 +949,11 @@ class _Run:
         on-link and redirects enabled on the device); without a route cache
         (2.0) the state is kept per source address.  Returns the CPU time.
         """
-        sc = self.r.sysctl
         if e is not None:
             state = e
         else:
-            peer = self._rare_of(j, "saddr")
-            state = self._redir.setdefault(peer, _RedirectState())
-        if now - state.rate_last > sc["redirect_silence"]:
-            state.rate_tokens = 0
-        if state.rate_tokens >= sc["redirect_number"]:
-            state.rate_last = now
-            return 0.0
-        if state.rate_tokens == 0 or now > state.rate_last + (sc["redirect_load"]
-                                                               * (1 << state.rate_tokens)):
-            state.rate_last = now
-            state.rate_tokens += 1
+            state = self._redir.setdefault(self._rare_of(j, "saddr"), RedirectState())
+        if redirect_allow(state, now, self.r.sysctl):
             icmp["OutMsgs"] += 1
             icmp["OutRedirects"] += 1
             self._emit_icmp(d, now, self._rare_of(j, "icmp_wire_s"), txq, link_free, txcap,
