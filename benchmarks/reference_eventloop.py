@@ -98,6 +98,7 @@ from routelab.ipv4.fib import RTN
 from routelab.ipv4.icmp import RedirectState, ip_error_allow, redirect_allow, xrlim_allow
 from routelab.ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache
 from routelab.router import (
+    icmp_send_cost,
     C_FRAGNEED,
     C_FWD,
     C_HDR,
@@ -698,8 +699,7 @@ class _Reference:
             self.icmp["OutMsgs"] += 1
             self.icmp["OutRedirects"] += 1
             self.emit_icmp(self.dev[j], now, float(self.p["icmp_wire_s"][j]))
-            c = self.c
-            return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
+            return icmp_send_cost(self.c)
         return 0.0
 
     def emit_icmp(self, d: int, now: float, wire: float) -> float:

@@ -448,7 +448,7 @@ class _Walk:
                                        "hard_start_xmit")):
             self.add(stage, function, c[name], "back out of eth0", "icmp")
         speed = self.r.devices[0].speed
-        frame = int(np.asarray(_icmp_frame_bytes()))
+        frame = int(np.asarray(_icmp_frame_bytes(self.v["length"])))
         self.add("ICMP on the wire", f"{speed / 1e6:g} Mbit/s Ethernet",
                  frame * 8.0 / speed if speed > 0 else 0.0,
                  f"{frame} bytes back to the sender", "wire", "wire")
@@ -460,8 +460,9 @@ class _Walk:
                                 f"{itemised!r} s itemised vs {model!r} s in the model")
 
 
-def _icmp_frame_bytes():
-    """Wire bytes of an ICMP error, as the Router sizes it (56 + 20 bytes of IP)."""
+def _icmp_frame_bytes(orig_len: int):
+    """Wire bytes of the ICMP error about a packet of ``orig_len`` bytes (as the Router sizes it)."""
     from .costs import wire_bytes
+    from .ipv4.icmp import icmp_error_len
 
-    return wire_bytes(56 + 20)
+    return wire_bytes(icmp_error_len(orig_len))

@@ -47,7 +47,8 @@ from .ipv4 import ip_forward as _ipf
 from .ipv4 import ip_input as _ipin
 from .ipv4 import ip_output as _ipout
 from .ipv4.fib import RTN, Fib
-from .ipv4.icmp import RedirectState, ip_error_allow, redirect_allow, xrlim_allow
+from .ipv4.icmp import (RedirectState, icmp_error_len, ip_error_allow, redirect_allow,
+                         xrlim_allow)
 from .ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache, rt_hash_size
 from .kernels import KernelProfile, kernel_profile
 from .result import OUTCOMES, Result
@@ -70,6 +71,13 @@ KEEP_AFTER_COLUMNS = frozenset({"cls", "oif", "nfrag", "napi", "fwd_cost", "out_
 RARE = ("rtype", "gw", "nrules", "martian", "icmp_wire_s", "fifo_slots", "path_cost", "saddr",
         "key")
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
+
+
+def icmp_send_cost(c: dict) -> float:
+    """CPU seconds of one ICMP message the router originates: icmp_send (with
+    its output route lookup and rate-limit check), ip_output, the qdisc and
+    the driver."""
+    return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
 
 
 def _retire(oq: deque, now: float) -> int:
@@ -277,7 +285,10 @@ class _Run:
         p.update(out)
         ser = np.where(speed > 0, 8.0 / np.where(speed > 0, speed, 1.0), 0.0)
         p["wire_s"] = out["wire_bytes"] * ser[np.maximum(oif, 0)]
-        p["icmp_wire_s"] = _costs.wire_bytes(np.full(len(tr), 56 + 20)) * ser[iif]
+        # what the router sends back on the input device: an echo reply as long
+        # as the request, or an ICMP error quoting the offending packet
+        reply_len = np.where(rtype == RTN["local"], tr.length, icmp_error_len(tr.length))
+        p["icmp_wire_s"] = _costs.wire_bytes(reply_len) * ser[iif]
         p["local_cost"] = (c["ip_local_deliver"] + c["icmp_rcv"] + c["icmp_send"]
                            + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
                            + c["tx_complete"])
@@ -306,7 +317,7 @@ class _Run:
         cls[~unicast & (rt != RTN["local"])] = C_NOROUTE
         cls[p["martian"] != 0] = C_MARTIAN
         cls[p["pre_drop"] != 0] = C_HDR
-        icmp = c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
+        icmp = icmp_send_cost(c)
         path = np.select(
             [cls == C_FWD, cls == C_TTL, cls == C_FRAGNEED, cls == C_LOCAL,
              cls == C_NOROUTE, cls == C_MARTIAN, cls == C_HDR],
@@ -958,8 +969,7 @@ class _Run:
             icmp["OutRedirects"] += 1
             self._emit_icmp(d, now, self._rare_of(j, "icmp_wire_s"), txq, link_free, txcap,
                             stats)
-            c = self.r.costs.fn
-            return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
+            return icmp_send_cost(self.r.costs.fn)
         return 0.0
 
     # -- helpers ----------------------------------------------------------------

@@ -11,12 +11,24 @@ charge the CPU cost and queue the message.
 
 from __future__ import annotations
 
-__all__ = ["ICMP_RATELIMIT", "XRLIM_BURST_FACTOR", "ERROR_COST", "ERROR_BURST",
+__all__ = ["icmp_error_len", "ICMP_RATELIMIT", "XRLIM_BURST_FACTOR", "ERROR_COST", "ERROR_BURST",
            "xrlim_allow", "ip_error_allow", "redirect_allow", "RedirectState"]
 
 ICMP_RATELIMIT = 1.0       # sysctl_icmp_ratelimit = 1*HZ: one error per second per peer
 XRLIM_BURST_FACTOR = 6     # xrlim_allow: bursts of up to 6 messages
 ERROR_COST, ERROR_BURST = 1.0, 5.0   # ip_rt_error_cost / ip_rt_error_burst (kernel.md s1)
+
+
+def icmp_error_len(orig_len):
+    """IP length of an ICMP error about a datagram of ``orig_len`` bytes (arrays ok).
+
+    Kernel: net/ipv4/icmp.c icmp_send: the error quotes as much of the
+    offending datagram as fits in a 576-byte reply (RFC 1812): 20 bytes of
+    IP header + 8 of ICMP header + at most 548 bytes quoted.
+    """
+    import numpy as np
+
+    return 28 + np.minimum(np.asarray(orig_len), 576 - 28)
 
 
 def _bucket(tokens: float, last: float, now: float, cost: float, burst: float):
