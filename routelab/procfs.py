@@ -96,13 +96,21 @@ def snmp(res: Result) -> str:
 
 
 def softnet_stat(res: Result) -> str:
-    """``/proc/net/softnet_stat``: per CPU processed, dropped, time_squeeze (hex)."""
+    """``/proc/net/softnet_stat``: per CPU, packets processed, dropped, time_squeeze (hex)."""
+    import numpy as np
+
+    from .result import OUTCOMES
+
     sn = res.counters["softnet"]
     out = res.packets["outcome"]
+    cpu_of_dev = np.array([d.cpu for d in res.router.devices])
+    cpu = cpu_of_dev[res.packets["dev"].astype(np.int64)]
+    reached = (out != OUTCOMES["drop_rx_missed"]) & (out != OUTCOMES["drop_backlog"])
     lines = []
-    for cpu in range(len(sn["dropped"])):
-        lines.append(f"{0:08x} {sn['dropped'][cpu]:08x} {sn['time_squeeze'][cpu]:08x}")
-    return "\n".join(lines) if out is not None else ""
+    for c in range(len(sn["dropped"])):
+        processed = int(np.count_nonzero(reached & (cpu == c)))
+        lines.append(f"{processed:08x} {sn['dropped'][c]:08x} {sn['time_squeeze'][c]:08x}")
+    return "\n".join(lines)
 
 
 def perf_top(res: Result, limit: int = 15) -> str:
