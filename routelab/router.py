@@ -53,6 +53,7 @@ from .ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache, rt_hash_size
 from .kernels import KernelProfile, kernel_profile
 from .result import OUTCOMES, Result
 from .sysctl import SYSCTLS
+from .traffic import MAX_PACKETS
 
 __all__ = ["Device", "Router", "OUTCOMES"]
 
@@ -232,8 +233,19 @@ class _Run:
 
     def __init__(self, r: Router, trace: PacketTrace, duration: float, bin_s: float,
                  record_every: float) -> None:
-        if duration <= 0 or not math.isfinite(duration):
+        if not isinstance(duration, (int, float)) or duration <= 0 or not math.isfinite(duration):
             raise KnobError("duration", duration, "a positive number of seconds")
+        if not isinstance(bin_s, (int, float)) or not 0 < bin_s <= duration \
+                or duration / bin_s > 1_000_000:
+            raise KnobError("bin_s", bin_s, f"a number in (0, {duration:g}] s giving at most "
+                            "1,000,000 bins")
+        if not isinstance(record_every, (int, float)) or record_every <= 0 \
+                or duration / record_every > 1_000_000:
+            raise KnobError("record_every", record_every,
+                            "a positive number of seconds giving at most 1,000,000 samples")
+        if len(trace) > MAX_PACKETS:
+            raise KnobError("offered packets", len(trace),
+                            f"at most {MAX_PACKETS:,} packets per run (split the trace)")
         if len(trace) and (int(trace.iif.max()) >= len(r.devices) or int(trace.iif.min()) < 0):
             raise KnobError("iif", int(trace.iif.max()),
                             f"a device index in [0, {len(r.devices) - 1}]")
