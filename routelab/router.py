@@ -537,15 +537,8 @@ class _Run:
                             softnet_dropped[cpu] += 1
                             outcome[j] = O["drop_backlog"]
                             # the hard IRQ still ran and allocated the skb: CPU time lost
-                            s0 = busy[cpu] if busy[cpu] > t else t
-                            busy[cpu] = s0 + cost_drop_irq
+                            self._charge(cpu, t, cost_drop_irq, busy, iv_s, iv_d, last_end)
                             prof_loop["rx_drop_irq"] += cost_drop_irq
-                            if s0 == last_end[cpu]:
-                                iv_d[cpu][-1] += cost_drop_irq
-                            else:
-                                iv_s[cpu].append(s0)
-                                iv_d[cpu].append(cost_drop_irq)
-                            last_end[cpu] = s0 + cost_drop_irq
                             t_start[j] = t
                             continue
                         if ql == 0:
@@ -816,7 +809,8 @@ class _Run:
 
     @staticmethod
     def _charge(cpu, due, w, busy, iv_s, iv_d, last_end) -> None:
-        """Charge ``w`` seconds of timer/tasklet work to ``cpu`` from ``due`` on."""
+        """Charge ``w`` seconds of work (a timer, the RCU tasklet, the hard IRQ of a
+        dropped packet) to ``cpu``, starting at ``due`` or when it is next free."""
         s0 = busy[cpu] if busy[cpu] > due else due
         if s0 == last_end[cpu]:
             iv_d[cpu][-1] += w

@@ -77,12 +77,8 @@ def number_feedback(answer, expected: float, tol: float = 0.0, unit: str = "", *
         direction = "high" if v > expected else "low"
         text = (f"{WRONG} Not quite: you said {shown}, which is too {direction}; "
                 f"the model gives {right}{within}.")
-        if hint:
-            text += f"\n  Hint: {hint}"
         ok = False
-    if explanation:
-        text += f"\n  Why: {explanation}"
-    return ok, text
+    return ok, _with_notes(text, ok, hint, explanation)
 
 
 def check_number(answer, expected: float, tol: float = 0.0, unit: str = "", *,
@@ -91,6 +87,15 @@ def check_number(answer, expected: float, tol: float = 0.0, unit: str = "", *,
     """Print ✓/✗ feedback on a numeric prediction (see :func:`number_feedback`)."""
     print(number_feedback(answer, expected, tol, unit, rel=rel, hint=hint,
                           explanation=explanation, name=name)[1])
+
+
+def _with_notes(text: str, ok: bool, hint: str, explanation: str) -> str:
+    """Add the hint (wrong answers only) and the explanation to a feedback line."""
+    if hint and not ok:
+        text += f"\n  Hint: {hint}"
+    if explanation:
+        text += f"\n  Why: {explanation}"
+    return text
 
 
 def _norm(x) -> str:
@@ -129,12 +134,8 @@ def choice_feedback(answer, expected: str, choices: Sequence[str], *, hint: str 
         text, ok = f"{RIGHT} Right: {picked}.", True
     else:
         text = f"{WRONG} Not quite: you chose \"{picked}\"; the model says \"{expected}\"."
-        if hint:
-            text += f"\n  Hint: {hint}"
         ok = False
-    if explanation:
-        text += f"\n  Why: {explanation}"
-    return ok, text
+    return ok, _with_notes(text, ok, hint, explanation)
 
 
 def check_choice(answer, expected: str, choices: Sequence[str], *, hint: str = "",
