@@ -35,6 +35,10 @@ from ..core.rcu import Rcu
 from ..kernels import KernelProfile
 from .fib import RTN
 
+_RTN_LOCAL = RTN["local"]
+_RTN_BROADCAST = RTN["broadcast"]
+_RTN_NO_ROUTE = frozenset((RTN["unreachable"], RTN["blackhole"], RTN["prohibit"]))
+
 __all__ = ["RouteCache", "rt_hash_size", "rt_hash_jhash", "rt_hash_fold", "STAT_FIELDS"]
 
 # /proc/net/rt_cache_stat columns, in kernel order.
@@ -179,6 +183,7 @@ class RouteCache:
         self.hashed = 0             # entries currently in the table
         self.gc_log: list[tuple] = []  # (time, cpu, outcome, buckets, entries_visited, freed)
         self._hash = rt_hash_fold if kernel.hash == "fold" else rt_hash_jhash
+        self._score_age = kernel.score == "age"
 
     # -- hashing --------------------------------------------------------------
     def rt_hash(self, daddr, saddr, iif, tos):
@@ -196,13 +201,13 @@ class RouteCache:
         output route or an ordinary (non broadcast/multicast/local) input
         route; low 30 bits = NOT(age) in 2.6, the use count in 2.4.
         """
-        if self.kernel.score == "age":
-            score = ~(self.jiffies(now) - self.jiffies(e.lastuse)) & ((1 << 30) - 1)
+        if self._score_age:
+            score = ~(int(now * self.hz) - int(e.lastuse * self.hz)) & ((1 << 30) - 1)
         else:
             score = min(e.use, (1 << 30) - 1)
         if e.valuable:
             score |= 1 << 31
-        if e.output_route or not e.fast_clean and e.rtype != RTN["local"]:
+        if e.output_route or not e.fast_clean and e.rtype != _RTN_LOCAL:
             score |= 1 << 30
         return score
 
@@ -255,9 +260,9 @@ class RouteCache:
             st[S_IN_MARTIAN_SRC if martian == 1 else S_IN_MARTIAN_DST] += 1
             return None, t, "martian"
         t += c["fib_lookup"] + nrules * c["fib_rule"]
-        if rtype == RTN["unreachable"] or rtype == RTN["blackhole"] or rtype == RTN["prohibit"]:
+        if rtype in _RTN_NO_ROUTE:
             st[S_IN_NO_ROUTE] += 1
-        elif rtype == RTN["broadcast"]:
+        elif rtype == _RTN_BROADCAST:
             st[S_IN_BRD] += 1
         else:
             st[S_IN_SLOW_TOT] += 1
@@ -270,7 +275,7 @@ class RouteCache:
         e.rtype = rtype
         e.oif = oif
         e.gw = gw
-        e.fast_clean = rtype == RTN["broadcast"]
+        e.fast_clean = rtype == _RTN_BROADCAST
         e.lastuse = now
         e.use = 1
         e.refcnt = 1          # the packet's reference (skb->dst)
@@ -288,29 +293,28 @@ class RouteCache:
         profile frees the new entry instead of inserting it (story 1's hack).
         """
         c = self.cost
-        t = c["rt_intern_hash"]
         chain = self.table[h]
         key, ik = e.key, e.ik
-        miss = c["chain_step"]
         cand = None
         min_score = 1 << 32
         score = self.rt_score
-        for pos, r in enumerate(chain):
-            t += miss
+        for r in chain:
             if r.key == key and r.ik == ik:
                 # someone raced us (or a nocache profile): reuse the cached one
+                pos = chain.index(r)
                 del chain[pos]
                 chain.insert(0, r)
                 r.lastuse = now
                 r.use += 1
                 r.refcnt += 1
                 e.refcnt -= 1
-                t += self.rt_free(e, now, cpu)
-                return r, t
+                t = c["rt_intern_hash"] + (pos + 1) * c["chain_step"]
+                return r, t + self.rt_free(e, now, cpu)
             if r.refcnt == 0:
                 s = score(r, now)
                 if s <= min_score:
                     cand, min_score = r, s
+        t = c["rt_intern_hash"] + len(chain) * c["chain_step"]
         if self.kernel.cache_insert == "nocache":
             # Walter's hack: never insert; the packet keeps its own dst, which
             # is freed at once and so lands on the dst garbage list.

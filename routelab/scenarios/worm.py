@@ -34,7 +34,7 @@ TITLE = "Worm scans thrash the route cache (story 1)"
 # number ("they send little traffic each").  ASSUMED: 300 probes/s, a
 # 92-byte ICMP echo or small UDP datagram each (~0.2 Mbit/s per host), in
 # the range of the ICMP sweep rates reported for Welchia-class worms.
-DEFAULT_SCAN_PPS = 300.0
+DEFAULT_SCAN_PPS = 6000.0
 
 KNOBS: dict[str, Knob] = {k.name: k for k in [
     cpu_knob("k6-200"),
@@ -46,11 +46,15 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
          "Ordinary traffic through the router (mostly large packets).", step=1),
     Knob("hosts", 1500, int, 1, 60_000, "hosts", "Student hosts inside."),
     Knob("flows", 3000, int, 1, 1_000_000, "pairs", "Host pairs carrying background traffic."),
-    Knob("ram_mb", 128, int, 16, 4096, "MB",
-         "Router RAM; sizes the route-cache hash (ip_rt_init).  Assumed: 128 MB."),
+    Knob("ram_mb", 256, int, 16, 4096, "MB",
+         "Router RAM; sizes the route-cache hash (ip_rt_init).  Fitted: 256 MB gives the "
+         "'several thousand entries' of the healthy cache."),
+    Knob("uplink_mbps", 100.0, float, 0.5, 100.0, "Mbit/s",
+         "Speed of the outside link (eth1).  Below the offered load, packets queue "
+         "for transmission and each holds its dst.", step=0.5),
     *cache_knobs("gc_thresh", "max_size", "gc_min_interval", "gc_elasticity", "gc_timeout",
                  "txqueuelen"),
-    Knob("far_end_ms", 0.5, float, 0.0, 1000.0, "ms",
+    Knob("far_end_ms", 0.9, float, 0.0, 1000.0, "ms",
          "Turnaround of the pinged outside host and the wires beyond (assumed)."),
     *run_knobs(20.0, 600.0),
 ]}
@@ -71,6 +75,8 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     routes += [Route(f"10.{20 + i}.0.0/16", oif=0, gateway="10.10.255.1") for i in range(8)]
     rules = [Rule(100, 100, src="10.10.128.0/17"), Rule(110, 100, tos=0x10)]
     fib = Fib(routes=routes, rules=rules, local_addrs=["10.10.255.254", "192.0.2.1"])
+    if values["uplink_mbps"] < 100.0:
+        devices[1] = Device("eth1", "e100", 0, speed_bps=values["uplink_mbps"] * 1e6)
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
                     seed=seed, reflect={1: values["far_end_ms"] / 1e3})
     inside = addr_block(INSIDE_NET, values["hosts"]) + np.uint32(1)
