@@ -12,7 +12,9 @@ Usage::
     .venv/bin/python benchmarks/bench_sliders.py [--repeat N] [--out PATH]
 
 Prints a table (median and p95 seconds per control) and writes
-``benchmarks/results/sliders.json``.  Target: median <= 0.25 s per control.
+``benchmarks/results/sliders.json``.  Targets (median per control): 0.25 s for
+notebook 00's explorer; 0.5 s for notebook 01's (issue 4, at default settings);
+0.25 s for notebook 02's RCU primer.
 
 Two clocks are reported: wall time (what a student waits) and the process's
 CPU time for the same update.  On an idle machine they agree; on a shared,
@@ -40,6 +42,12 @@ sys.path.insert(0, str(ROOT))
 from routelab.notebook.explorers import EXPLORERS
 
 TARGET_MEDIAN_S = 0.25
+#: Per-explorer targets where an issue sets another one.
+TARGETS = {"01-worm-cache-thrash": 0.5}
+
+
+def target_of(name: str) -> float:
+    return TARGETS.get(name, TARGET_MEDIAN_S)
 
 # Values each control is moved through (by knob name).  Controls not listed
 # here are swept over a few points of their own range.
@@ -49,6 +57,12 @@ SWEEPS = {
     "mtu": [576, 9000, 1500],
     "background_pps": [0.0, 2000.0, 6000.0, 10000.0, 1000.0],
     "ping_df": [True, False],
+    # notebook 01: moves a student makes from the defaults
+    "worm_hosts": [0, 1, 2, 5, 3],
+    "scan_pps": [1000.0, 3000.0, 8000.0, 6000.0],
+    "gc_thresh": [256, 1024, 8192, 2048],
+    "max_size": [512, 4096, 65536, 32768],
+    "gc_min_interval": [0.0, 1.0, 5.0, 0.5],
 }
 
 
@@ -94,7 +108,8 @@ def bench_explorer(name: str, build, repeat: int) -> dict:
         }
     all_t = [t for r in rows.values() for t in [r["median_s"]]]
     return {"build_s": round(build_s, 3), "controls": rows,
-            "worst_median_s": max(all_t), "meets_target": max(all_t) <= TARGET_MEDIAN_S}
+            "worst_median_s": max(all_t), "target_median_s": target_of(name),
+            "meets_target": max(all_t) <= target_of(name)}
 
 
 def main(argv=None) -> int:
@@ -109,20 +124,21 @@ def main(argv=None) -> int:
     load_after = os.getloadavg()
 
     print(f"slider latency (value change -> finished redraw), target median <= "
-          f"{TARGET_MEDIAN_S} s; load average {load_before[0]:.2f} -> {load_after[0]:.2f} "
+          f"{TARGET_MEDIAN_S} s ({', '.join(f'{k} {v} s' for k, v in TARGETS.items())}); "
+          f"load average {load_before[0]:.2f} -> {load_after[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
-    print(f"{'explorer':<18} {'control':<15} {'n':>3} {'median s':>9} {'p95 s':>7} "
+    print(f"{'explorer':<22} {'control':<15} {'n':>3} {'median s':>9} {'p95 s':>7} "
           f"{'max s':>7} {'cpu med':>8} {'cpu p95':>8}  ok")
     for name, r in results.items():
         for cname, c in r["controls"].items():
-            ok = "yes" if c["median_s"] <= TARGET_MEDIAN_S else "NO"
-            print(f"{name:<18} {cname:<15} {c['n']:>3} {c['median_s']:>9.3f} {c['p95_s']:>7.3f} "
+            ok = "yes" if c["median_s"] <= target_of(name) else "NO"
+            print(f"{name:<22} {cname:<15} {c['n']:>3} {c['median_s']:>9.3f} {c['p95_s']:>7.3f} "
                   f"{c['max_s']:>7.3f} {c['cpu_median_s']:>8.3f} {c['cpu_p95_s']:>8.3f}  {ok}")
             for e in c["errors"]:
                 print(f"    error: {e}")
-        print(f"{name:<18} {'(build)':<15} {'':>3} {r['build_s']:>9.3f}")
+        print(f"{name:<22} {'(build)':<15} {'':>3} {r['build_s']:>9.3f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"target_median_s": TARGET_MEDIAN_S, "python": platform.python_version(),
+    doc = {"target_median_s": TARGET_MEDIAN_S, "targets": TARGETS, "python": platform.python_version(),
            "machine": platform.machine(), "cpus": os.cpu_count(),
            "loadavg_before": [round(x, 2) for x in load_before],
            "loadavg_after": [round(x, 2) for x in load_after],

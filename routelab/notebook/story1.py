@@ -18,7 +18,7 @@ import numpy as np
 
 from ..result import Result
 from ..scenarios import worm
-from .plots import OKABE_ITO, new_figure, nice_ceiling, ping_series, png_bytes
+from .plots import OKABE_ITO, BlitRenderer, new_figure, nice_ceiling, ping_series
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -37,6 +37,8 @@ __all__ = [
     "gc_passes",
     "knob_trials",
     "trials_table",
+    "dst_gc_work",
+    "queue_trials",
 ]
 
 #: What Walter reported (stories.md s1, the figures marked "calibrate").
@@ -61,8 +63,9 @@ class WormFigure:
 
     Top: every echo request's round-trip time (lost ones as crosses on the
     top edge).  Middle: dst entries (what ``gc_thresh``/``max_size`` are
-    compared with), the entries hashed in the cache, and the dst garbage
-    list, with ``gc_thresh`` and ``max_size`` as horizontal lines.  Bottom:
+    compared with), the entries hashed in the cache, those unhashed but
+    waiting for an RCU grace period (2.6), and the dst garbage list, with
+    ``gc_thresh`` and ``max_size`` as horizontal lines.  Bottom:
     the CPU's time split into softirq, hard IRQ and idle, per 100 ms.
     """
 
@@ -87,13 +90,17 @@ class WormFigure:
                                  label="dst entries")
         (self.hashed,) = c.plot([], [], color=OKABE_ITO["bluish_green"], linewidth=1.0,
                                 linestyle="--", label="in the hash")
-        (self.garbage,) = c.plot([], [], color=OKABE_ITO["reddish_purple"], linewidth=1.0,
-                                 linestyle=":", label="garbage list")
+        (self.rcu,) = c.plot([], [], color=OKABE_ITO["sky_blue"], linewidth=1.2,
+                             linestyle="-.", label="waiting for RCU")
+        (self.garbage,) = c.plot([], [], color=OKABE_ITO["reddish_purple"], linewidth=2.2,
+                                 linestyle=":", label="garbage list", zorder=3)
         self.thresh = c.axhline(0, color=OKABE_ITO["black"], linewidth=0.8, linestyle="-.",
                                 label="gc_thresh")
-        self.maxsize = c.axhline(0, color=OKABE_ITO["vermillion"], linewidth=0.8,
+        self.maxsize = c.axhline(0, color=OKABE_ITO["vermillion"], linewidth=1.0,
                                  linestyle="-", label="max_size")
         c.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        self.limits = c.text(0.99, 0.93, "", transform=c.transAxes, ha="right", va="top",
+                             fontsize=8, color=OKABE_ITO["black"])
         u = self.ax_cpu
         u.set_title("Router CPU (per 100 ms)")
         u.set_ylabel("share of\nCPU time [%]")
@@ -107,8 +114,14 @@ class WormFigure:
         u.legend(handles=[Patch(color=col, label=lab) for lab, col in self._cpu_labels],
                  loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         u.set_xlim(0, duration)
+        # three bands (softirq, hard IRQ, idle), reshaped on every update
+        self._fills = [u.fill_between([0, 1], [0, 0], [0, 0], color=col, linewidth=0)
+                       for _, col in self._cpu_labels]
         self.title = fig.suptitle(" ")
         self._alt = ""
+        dynamic = [self.rtt, self.lost, self.entries, self.hashed, self.rcu, self.garbage,
+                   self.thresh, self.maxsize, self.limits, *self._fills, self.title]
+        self._blit = BlitRenderer(fig, dynamic)
 
     def update(self, res: Result, conditions: str = "") -> None:
         """Redraw from a :func:`routelab.scenarios.worm.run` result."""
@@ -124,34 +137,28 @@ class WormFigure:
         self.entries.set_data(t, ent)
         self.hashed.set_data(t, hsh)
         self.garbage.set_data(t, gar)
+        self.rcu.set_data(t, res.cache["rcu_pending"])
         d = res.counters.get("dst", {})
         gt, ms = d.get("gc_thresh", 0), d.get("max_size", 0)
         self.thresh.set_ydata([gt, gt])
         self.maxsize.set_ydata([ms, ms])
+        self.limits.set_text(f"gc_thresh {gt:,} · max_size {ms:,} · "
+                             f"{d.get('buckets', 0):,} buckets")
         peak = max([1.0, *(float(x.max()) for x in (ent, gar) if x.size)])
-        # show max_size when it is within reach; otherwise say where it is
+        # show max_size when it is within reach; otherwise the text gives its value
         self.ax_c.set_ylim(0, nice_ceiling(max(peak, gt) * 1.3 if ms > 4 * max(peak, gt)
                                            else ms * 1.1, floor=10.0))
-        self.maxsize.set_label(f"max_size ({ms:,})")
-        self.thresh.set_label(f"gc_thresh ({gt:,})")
-        self.ax_c.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        for f in self._fills:
-            f.remove()
         k = max(1, int(round(CPU_BIN_S / res.cpu["bin_s"])))
         soft = _rebin(res.cpu["softirq"][0], k) * 100
         irq = _rebin(res.cpu["irq"][0], k) * 100
-        tb = np.arange(soft.size) * res.cpu["bin_s"] * k
-        x = np.repeat(np.append(tb, tb[-1] + res.cpu["bin_s"] * k if tb.size else 0), 2)[1:-1] \
-            if tb.size else tb
-        def steps(v):
-            return np.repeat(v, 2)
-        (lab_s, col_s), (lab_i, col_i), (_, col_0) = self._cpu_labels
-        u = self.ax_cpu
-        self._fills = [
-            u.fill_between(x, 0, steps(soft), color=col_s, linewidth=0),
-            u.fill_between(x, steps(soft), steps(soft + irq), color=col_i, linewidth=0),
-            u.fill_between(x, steps(soft + irq), 100, color=col_0, linewidth=0),
-        ]
+        width = res.cpu["bin_s"] * k
+        x = np.repeat(np.arange(soft.size + 1) * width, 2)[1:-1]
+        zero, full = np.zeros_like(x), np.full_like(x, 100.0)
+        for coll, (lo, hi) in zip(self._fills, [(zero, np.repeat(soft, 2)),
+                                                (np.repeat(soft, 2), np.repeat(soft + irq, 2)),
+                                                (np.repeat(soft + irq, 2), full)], strict=True):
+            coll.set_verts([np.column_stack([np.concatenate([x, x[::-1]]),
+                                             np.concatenate([lo, hi[::-1]])])])
         for a in (self.ax_rtt, self.ax_c, self.ax_cpu):
             a.set_xlim(0, res.duration)
         self.title.set_text(conditions or worm_conditions(res.extra["knobs"]))
@@ -159,7 +166,10 @@ class WormFigure:
                               or worm_conditions(res.extra["knobs"]))
 
     def render_png(self, dpi: int = 72) -> bytes:
-        return png_bytes(self.fig, dpi=dpi)
+        """PNG of the current state; the static parts are cached per axis limits."""
+        self._blit.dpi = dpi
+        key = (self.ax_rtt.get_ylim(), self.ax_c.get_ylim(), self.ax_cpu.get_xlim())
+        return self._blit.render(key)
 
     @property
     def alt(self) -> str:
@@ -188,9 +198,12 @@ def _alt_text(res, sent, rtt, soft, irq, conditions) -> str:
 
 def worm_conditions(knobs: dict) -> str:
     """A figure title naming the conditions of a worm run."""
-    return (f"{knobs['cpu']}, kernel {knobs['kernel']}: {knobs['worm_hosts']} worm host"
+    text = (f"{knobs['cpu']}, kernel {knobs['kernel']}: {knobs['worm_hosts']} worm host"
             f"{'s' if knobs['worm_hosts'] != 1 else ''} x {knobs['scan_pps']:,.0f} probes/s, "
             f"{knobs['background_mbps']:g} Mbit/s background")
+    if knobs.get("uplink_mbps", 100.0) < 100.0:
+        text += f", uplink {knobs['uplink_mbps']:g} Mbit/s (txqueuelen {knobs['txqueuelen']})"
+    return text
 
 
 def worm_figure(res: Result) -> WormFigure:
@@ -205,8 +218,8 @@ def worm_readout(res: Result) -> str:
     s = res.summary()
     k = res.extra["knobs"]
     if np.isfinite(s["ping_rtt_ms_p50"]):
-        ping = (f"ping p50 <b>{s['ping_rtt_ms_p50']:.1f} ms</b>, p95 {s['ping_rtt_ms_p95']:.1f} ms, "
-                f"loss {s['ping_loss_pct']:.0f} %")
+        ping = (f"ping p50 <b>{s['ping_rtt_ms_p50']:.1f} ms</b>, "
+                f"p95 {s['ping_rtt_ms_p95']:.1f} ms, loss {s['ping_loss_pct']:.0f} %")
     else:
         ping = "<b>no ping replies</b>"
     return (f"<b>{html.escape(k['cpu'])}</b>, {html.escape(k['kernel'])} | {ping} | CPU "
@@ -400,4 +413,33 @@ def trials_table(rows: list[tuple[str, dict]]) -> str:
                    f"{s['gc_total'] - s['gc_ignored']:>8,} {s['gc_dst_overflow']:>9,} "
                    f"{s['dst_garbage_max']:>8,}")
     out.append("(ping in ms; CPU = busy share; GC runs = calls not skipped by gc_min_interval)")
+    return "\n".join(out)
+
+
+def dst_gc_work(res: Result) -> dict:
+    """What ``dst_run_gc`` did in a run: runs, garbage-list entries examined, CPU seconds."""
+    log = res.extra.get("dst_gc_log", [])
+    c = res.router.costs.fn
+    walked = sum(w for _, w, _ in log)
+    return {"runs": len(log), "walked": walked,
+            "cpu_s": sum(c["dst_run_gc"] + w * c["dst_gc_entry"] for _, w, _ in log),
+            "garbage_max": res.summary()["dst_garbage_max"]}
+
+
+def queue_trials(queues, *, uplink_mbps: float = 6.0, worm_hosts: int = 1,
+                 kernel: str = "2.4.24-nocache", duration: float = 10.0, seed: int = 1) -> str:
+    """The no-cache kernel behind a slow uplink, for several qdisc lengths: a text table."""
+    head = (f"{'txqueuelen':>10} {'garbage max':>12} {'dst_run_gc runs':>16} "
+            f"{'entries walked/s':>17} {'dst GC CPU':>11} {'ping p50':>9}")
+    out = [head, "-" * len(head)]
+    for q in queues:
+        res = worm.run(kernel=kernel, worm_hosts=worm_hosts, uplink_mbps=uplink_mbps,
+                       txqueuelen=int(q), duration=duration, seed=seed)
+        w = dst_gc_work(res)
+        p50 = res.summary()["ping_rtt_ms_p50"]
+        out.append(f"{q:>10,} {w['garbage_max']:>12,} {w['runs']:>16,} "
+                   f"{w['walked'] / duration:>17,.0f} {100 * w['cpu_s'] / duration:>10.2f}% "
+                   f"{p50:>8.0f} ms")
+    out.append(f"({kernel}, {worm_hosts} worm host, uplink {uplink_mbps:g} Mbit/s; "
+               "CPU as a share of the K6's time)")
     return "\n".join(out)

@@ -1,0 +1,143 @@
+"""Notebook 01 helpers (routelab.notebook.story1) and the worm scenario's mechanisms, headless."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from routelab import KnobError
+from routelab.notebook.explorers import EXPLORERS
+from routelab.notebook.story1 import (
+    REPORT,
+    CalibrationRow,
+    WormFigure,
+    calibration_table,
+    dst_gc_work,
+    gc_passes,
+    knob_trials,
+    queue_trials,
+    scan_sweep,
+    sweep_figure,
+    trials_table,
+    worm_explorer,
+    worm_readout,
+)
+from routelab.scenarios import worm
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def one_worm():
+    return worm.run(worm_hosts=1, duration=4.0, seed=1)
+
+
+def test_worm_figure_updates_in_place_with_alt_text(one_worm):
+    f = WormFigure(duration=4.0)
+    f.update(one_worm)
+    png1 = f.render_png(50)
+    assert png1.startswith(PNG_MAGIC)
+    assert "1 worm host" in f.alt and "dst entries peak" in f.alt
+    # the same artists, new data
+    line = f.entries
+    f.update(worm.run(worm_hosts=0, duration=4.0, seed=1))
+    assert f.entries is line
+    assert "0 worm hosts" in f.alt
+    assert f.render_png(50) != png1
+    # thresholds drawn where the run's dst_ops put them
+    assert f.thresh.get_ydata()[0] == one_worm.counters["dst"]["gc_thresh"]
+
+
+def test_readout_names_the_key_numbers(one_worm):
+    text = worm_readout(one_worm)
+    for word in ("ping p50", "CPU", "entries max", "GC", "overflows", "garbage max"):
+        assert word in text
+
+
+def test_gc_passes_lists_real_passes_with_their_cost(one_worm):
+    table = gc_passes(one_worm)
+    first = table.splitlines()[1].split()
+    # the first pass walks the whole 2048-bucket table and misses its goal
+    assert first[1] == "miss" and int(first[2]) == 2048
+    assert float(first[-1]) > 0
+
+
+def test_gc_passes_when_none_ran():
+    res = worm.run(worm_hosts=0, duration=0.2, seed=1)
+    assert "no GC pass ran" in gc_passes(res)
+
+
+def test_sweep_is_monotone_in_cpu_and_figure_has_alt():
+    sw = scan_sweep([1000, 4000, 7000], hosts=3, duration=1.0)
+    assert np.all(np.diff(sw.busy) > 0)
+    assert sw.total_pps.tolist() == [3000, 12000, 21000]
+    fig, alt = sweep_figure(sw)
+    assert "probes/s" in alt and fig.axes[0].get_xlabel()
+
+
+def test_trials_and_calibration_tables_format():
+    rows = knob_trials([("a", {}), ("b", dict(kernel="2.0"))], duration=0.5)
+    text = trials_table(rows)
+    assert text.splitlines()[2].startswith("a ") and "b " in text
+    cal = [CalibrationRow("case x", {}, REPORT["no_worm"], rows[0][1])]
+    table = calibration_table(cal)
+    assert "ping about 1 ms" in table and "softirq" in table
+
+
+def test_dst_gc_work_grows_with_the_queue_in_the_nocache_kernel():
+    kw = dict(kernel="2.4.24-nocache", worm_hosts=1, uplink_mbps=6.0, duration=3.0, seed=1)
+    small = dst_gc_work(worm.run(txqueuelen=100, **kw))
+    big = dst_gc_work(worm.run(txqueuelen=1500, **kw))
+    assert big["garbage_max"] > small["garbage_max"] + 1000
+    assert big["walked"] > 1.5 * small["walked"]
+    assert big["cpu_s"] > small["cpu_s"]
+    assert "txqueuelen" in queue_trials([100], duration=0.5)
+
+
+def test_explorer_is_registered_and_survives_bad_input():
+    assert EXPLORERS["01-worm-cache-thrash"] is worm_explorer
+    ex = worm_explorer(duration=0.5)
+    assert ex.last_error is None and "k6-200" in ex.readout_text
+    ex.update(worm_hosts=1, kernel="2.0")
+    assert ex.last_error is None and "2.0" in ex.readout_text
+    ex.update(max_size="big")
+    assert ex.last_error is not None and "max_size" in ex.last_error
+    ex.update(nonsense=3)
+    assert "nonsense" in ex.last_error
+
+
+def test_explorer_rejects_bad_start_values():
+    with pytest.raises(KnobError, match="worm_hosts"):
+        worm_explorer(duration=0.5, worm_hosts=99)
+
+
+# -- the worm scenario's mechanisms (what the notebook's story rests on) -----------------
+
+def test_24_chains_hold_two_entries_so_cache_stops_at_twice_the_buckets():
+    res = worm.run(worm_hosts=2, duration=3.0, seed=1)
+    buckets = res.counters["dst"]["buckets"]
+    assert res.summary()["route_cache_entries_max"] <= 2 * buckets + 8
+
+
+def test_hard_irq_time_is_split_from_softirq():
+    s = worm.run(duration=2.0, seed=1).summary()
+    assert s["cpu_irq_pct"] > 5
+    assert math.isclose(s["cpu_busy_pct"], s["cpu_softirq_pct"] + s["cpu_irq_pct"], abs_tol=0.02)
+
+
+def test_saturated_261_never_ends_a_grace_period_and_overflows():
+    s = worm.run(kernel="2.6.1", duration=3.0, seed=1).summary()
+    assert s["gc_dst_overflow"] > 0
+    assert s["rcu_pending_max"] > 10_000
+
+
+def test_kernel_20_keeps_the_ping_low_under_the_worms():
+    s = worm.run(kernel="2.0", duration=3.0, seed=1).summary()
+    assert s["ping_rtt_ms_p50"] < 2.0
+
+
+def test_uplink_knob_is_validated():
+    with pytest.raises(KnobError, match="uplink_mbps"):
+        worm.run(uplink_mbps=500.0, duration=0.2)
