@@ -46,7 +46,12 @@ The model as this reference states it
   its arrival starts a new ``net_rx_action`` pass; otherwise it continues
   the current pass (a pass ends, with ``time_squeeze`` counted, after
   ``netdev_max_backlog`` packets or when a jiffy has passed since the pass
-  began).
+  began, noticed only between ``dev->poll`` calls: every ``weight`` packets
+  of a NAPI device, every packet of the backlog).
+* A NAPI device's RX ring holds ``ring`` packets and its FIFO
+  ``fifo_slots`` more: a packet that finds the ring full but the FIFO not
+  counts in ``rnbc`` (e1000 RNBC) and waits; one that finds both full is
+  missed (MPC: ``rx_missed`` and ``rx_fifo``).
 * ``dev_queue_xmit`` happens when the packet's service ends; the qdisc holds
   every packet not yet off the wire; a TX completion (the last bit leaves)
   drops the packet's dst reference.
@@ -308,6 +313,7 @@ class _Reference:
         self.ndev = ndev = len(devs)
         self.napi = [bool(d.profile.napi and k.napi) for d in devs]
         self.ring = [d.ring for d in devs]
+        self.weight = [d.weight if self.napi[di] else 1 for di, d in enumerate(devs)]
         self.txcap = [d.profile.tx_ring + (d.txqueuelen if d.txqueuelen is not None
                                            else r.sysctl["txqueuelen"]) for d in devs]
         # RX queues: one per NAPI device, one backlog per CPU for netif_rx devices
@@ -485,13 +491,13 @@ class _Reference:
         if self.napi[d]:
             # NAPI: a free RX descriptor, else the NIC FIFO, else missed
             if waiting >= self.ring[d]:
-                st["rnbc"][d] += 1
                 if waiting >= self.ring[d] + int(self.p["fifo_slots"][j]):
                     st["rx_missed"][d] += 1
                     st["rx_fifo"][d] += 1
                     self.outcome[j] = O["drop_rx_missed"]
                     self.t_start[j] = t
                     return
+                st["rnbc"][d] += 1             # waits in the NIC FIFO for a descriptor
             st["rx_packets"][d] += 1
         else:
             # netif_rx: the per-CPU backlog, with its throttle
@@ -531,7 +537,10 @@ class _Reference:
         else:
             svc = 0.0
             cpu.pass_n += 1
-            if cpu.pass_n > self.budget or now - cpu.pass_t0 >= self.jiffy:
+            # the time limit is looked at between dev->poll calls: every ``weight``
+            # packets of a NAPI device, every packet of the backlog
+            if cpu.pass_n > self.budget or (now - cpu.pass_t0 >= self.jiffy
+                                            and (cpu.pass_n - 1) % self.weight[self.dev[j]] == 0):
                 cpu.time_squeeze += 1
                 svc = c["softirq_entry"] + self.softirq_restart(cc, now)
                 cpu.pass_n = 1

@@ -136,25 +136,20 @@ class Result:
 
     # -- construction -------------------------------------------------------
     @classmethod
-    def assemble(cls, run, tr, p, outcome, t_start, t_depart, T, DEV, kinds, tags, n0,
-                 stats, mib, icmp, softnet_dropped, softnet_throttled, time_squeeze, iv_s, iv_d,
-                 bin_s, rec, prof_loop, ping_rtt, ctxsw, ksoftirqd_wakeups) -> "Result":
+    def assemble(cls, run, acc, n0, stats, mib, icmp, softnet_dropped, softnet_throttled,
+                 time_squeeze, iv_s, iv_d, bin_s, rec, prof_loop, ping_rtt, ctxsw,
+                 ksoftirqd_wakeups) -> "Result":
+        """Build the result from the loop's accumulator (``router._Accumulator``)
+        and counters; ``n0`` is the number of offered packets."""
         r = run.r
         duration = run.duration
-        n = len(T)
-        packets = {
-            "t": _farr(T), "dev": np.fromiter(DEV, dtype=np.int16, count=n),
-            "kind": kinds, "tag": tags,
-            "outcome": np.frombuffer(outcome, dtype=np.uint8).astype(np.int8),
-            "t_start": np.frombuffer(t_start, dtype=np.float64).copy(),
-            "t_depart": np.frombuffer(t_depart, dtype=np.float64).copy(),
-        }
+        packets = acc.packets()
         nb = max(1, int(math.ceil(duration / bin_s)))
         edges = np.arange(nb + 1) * bin_s
         soft = np.vstack([busy_in_bins(iv_s[c], iv_d[c], edges) / bin_s
                           for c in range(r.ncpus)])
         busy = np.clip(soft, 0.0, 1.0)
-        irq = np.minimum(hardirq_in_bins(r, p, packets, n0, edges) / bin_s, busy)
+        irq = np.minimum(acc.irq / bin_s, busy)
         soft = busy - irq
         other = 1.0 - busy
         cpu = {"t": edges[:-1], "bin_s": bin_s, "softirq": soft, "irq": irq,
@@ -185,12 +180,12 @@ class Result:
                      "dst_gc_log": list(cc.dst.gc_run_log)}
         else:
             extra = {"grace_periods_s": np.zeros(0), "gc_log": [], "dst_gc_log": []}
-        profile = _profile(run, p, packets["outcome"][:n0], prof_loop, counters)
+        profile = _profile(run, acc.prof, prof_loop, counters)
         # every echo request offered counts as sent, whatever became of it
         # (dropped requests are losses, not absences)
         req = (packets["kind"][:n0] == 2) & (packets["tag"][:n0] >= 0)
         seqs = packets["tag"][:n0][req].astype(np.int64)
-        sent = packets["t"][:n0][req]
+        sent = packets["t"][:n0][req] if "t" in packets else np.zeros(int(req.sum()))
         back = np.array([ping_rtt.get(int(q), (0.0, np.nan))[1] for q in seqs],
                         dtype=np.float64)
         ping = {"seq": seqs, "sent": sent, "back": back}
@@ -247,6 +242,8 @@ class Result:
             for f in ("route_cache_entries_max", "gc_total", "gc_ignored", "gc_goal_miss",
                       "gc_dst_overflow", "dst_garbage_max", "rcu_pending_max", "entries_end"):
                 s[f] = 0
+        for extra_summary in self.extra.get("summary_extra", ()):
+            s.update(extra_summary(self))   # scenario-specific figures (e.g. netstat -i sums)
         return s
 
 
@@ -290,27 +287,46 @@ class Result:
         return out
 
 
-def _profile(run, p, outcome, prof_loop, counters) -> dict:
-    """Seconds per kernel function over the run (exclusive, approximate)."""
+def profile_packets(run, p, outcome) -> dict:
+    """The part of the profile that follows from per-packet arrays (one window).
+
+    ``p`` holds the array stages' columns, ``outcome`` the offered packets'
+    outcomes; returns seconds per kernel function (summed over windows by
+    the caller).
+    """
     r = run.r
     c = r.costs.fn
     proc = outcome != OUTCOMES["drop_rx_missed"]
     proc &= outcome != OUTCOMES["drop_backlog"]
     napi = p["napi"][: outcome.size]
     prof: dict[str, float] = {}
+    prof["napi_poll_rx (driver RX)"] = c["napi_poll_rx"] * np.count_nonzero(proc & napi)
+    prof["irq_rx (driver RX IRQ)"] = c["irq_rx"] * np.count_nonzero(proc & ~napi)
+    prof["netif_rx"] = c["netif_rx"] * np.count_nonzero(proc & ~napi)
+    prof["netif_receive_skb"] = c["netif_receive_skb"] * np.count_nonzero(proc)
+    prof["ip_rcv"] = c["ip_rcv"] * np.count_nonzero(proc)
+    fwd = (outcome == OUTCOMES["forwarded"]) | (outcome == OUTCOMES["drop_qdisc"])
+    prof["ip_forward+skb_cow+ip_decrease_ttl"] = float(p["fwd_cost"][: outcome.size][fwd].sum())
+    prof["ip_output+dev_queue_xmit+driver TX"] = float(p["out_cost"][: outcome.size][fwd].sum())
+    if run.cache is None:
+        prof["fib_lookup (per packet)"] = float(np.broadcast_to(
+            p["route_hit_cost"], outcome.shape)[proc].sum())
+    return {k: float(v) for k, v in prof.items()}
+
+
+def _profile(run, prof_packets, prof_loop, counters) -> dict:
+    """Seconds per kernel function over the run (exclusive, approximate)."""
+    r = run.r
+    c = r.costs.fn
+    prof: dict[str, float] = {}
 
     def add(name, secs):
         if secs > 0:
             prof[name] = prof.get(name, 0.0) + float(secs)
 
-    add("napi_poll_rx (driver RX)", c["napi_poll_rx"] * np.count_nonzero(proc & napi))
-    add("irq_rx (driver RX IRQ)", c["irq_rx"] * np.count_nonzero(proc & ~napi))
-    add("netif_rx", c["netif_rx"] * np.count_nonzero(proc & ~napi))
-    add("netif_receive_skb", c["netif_receive_skb"] * np.count_nonzero(proc))
-    add("ip_rcv", c["ip_rcv"] * np.count_nonzero(proc))
-    fwd = (outcome == OUTCOMES["forwarded"]) | (outcome == OUTCOMES["drop_qdisc"])
-    add("ip_forward+skb_cow+ip_decrease_ttl", float(p["fwd_cost"][: outcome.size][fwd].sum()))
-    add("ip_output+dev_queue_xmit+driver TX", float(p["out_cost"][: outcome.size][fwd].sum()))
+    for name, secs in prof_packets.items():
+        if name != "fib_lookup (per packet)":
+            add(name, secs)
     rows = counters.get("rt_cache_stat")
     if rows is not None:
         tot = np.asarray(rows).sum(axis=0)
@@ -319,8 +335,7 @@ def _profile(run, p, outcome, prof_loop, counters) -> dict:
         add("ip_route_input_slow+dst_alloc+rt_garbage_collect+rt_intern_hash",
             prof_loop["route_slow"])
     else:
-        add("fib_lookup (per packet)", float(np.broadcast_to(
-            p["route_hit_cost"], outcome.shape)[proc].sum()))
+        add("fib_lookup (per packet)", prof_packets.get("fib_lookup (per packet)", 0.0))
     add("timers (rt_check_expire, dst_run_gc, rt_secret_rebuild)", prof_loop["timers"])
     add("rcu_process_callbacks", prof_loop["rcu_tasklet"])
     add("hard IRQ for packets dropped by netif_rx", prof_loop["rx_drop_irq"])

@@ -47,13 +47,12 @@ from .ipv4 import ip_forward as _ipf
 from .ipv4 import ip_input as _ipin
 from .ipv4 import ip_output as _ipout
 from .ipv4.fib import RTN, Fib
-from .ipv4.icmp import (RedirectState, icmp_error_len, ip_error_allow, redirect_allow,
-                         xrlim_allow)
+from .ipv4.icmp import RedirectState, icmp_error_len, ip_error_allow, redirect_allow, xrlim_allow
 from .ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache, rt_hash_size
 from .kernels import KernelProfile, kernel_profile
 from .result import OUTCOMES, Result
 from .sysctl import SYSCTLS
-from .traffic import MAX_PACKETS
+from .traffic import MAX_PACKETS, TraceWindows
 
 __all__ = ["Device", "Router", "OUTCOMES"]
 
@@ -64,6 +63,15 @@ C_REFUSED = -1            # the route lookup refused it (martian, dst cache over
 MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
 USER_SLICE = 0.1           # nice-0 timeslice of the 2.6 O(1) scheduler, ~100 ms
 KSOFTIRQD_SLICE = 0.01     # nice-19 timeslice, 10 ms (MIN_TIMESLICE)
+# Time from the end of an irq_exit softirq batch to the output NIC's next
+# TX-completion interrupt (which starts the next batch).  ASSUMED: the e1000
+# transmit interrupt delay, TIDV = 64 units of 1.024 us (the driver default
+# TxIntDelay as we recall it, unverified); frames are always in flight under
+# the flood, so that interrupt always comes.
+TX_IRQ_DELAY = 64 * 1.024e-6
+# Runs with more offered packets than this keep only outcome/device/kind/tag
+# per packet (no times), so a 50 s flood fits a 2 GB server.
+KEEP_TIMES_MAX = 4_000_000
 # arrays still needed after the loop (results, profile) besides RARE
 KEEP_AFTER_COLUMNS = frozenset({"cls", "oif", "nfrag", "napi", "fwd_cost", "out_cost",
                                 "route_hit_cost", "rtype", "gw", "nrules", "martian",
@@ -112,6 +120,7 @@ class Device:
     txqueuelen : int or None   qdisc length (default: sysctl txqueuelen)
     speed_bps : float or None  overrides the NIC's wire speed
     rx_ring : int or None      overrides the NIC's RX descriptors
+    napi_weight : int or None  overrides the NIC's NAPI poll weight
     """
 
     name: str
@@ -121,6 +130,7 @@ class Device:
     txqueuelen: int | None = None
     speed_bps: float | None = None
     rx_ring: int | None = None
+    napi_weight: int | None = None
     profile: NicProfile = field(init=False)
 
     def __post_init__(self) -> None:
@@ -135,6 +145,11 @@ class Device:
     @property
     def ring(self) -> int:
         return self.profile.rx_ring if self.rx_ring is None else self.rx_ring
+
+    @property
+    def weight(self) -> int:
+        """NAPI poll weight (dev->weight): packets per dev->poll call."""
+        return self.profile.weight if self.napi_weight is None else self.napi_weight
 
 
 class Router:
@@ -210,29 +225,41 @@ class Router:
         return out
 
     # ------------------------------------------------------------------------
-    def run(self, trace: PacketTrace, duration: float, *, bin_s: float = 0.01,
-            record_every: float | None = None) -> Result:
+    def run(self, trace: PacketTrace | TraceWindows, duration: float, *, bin_s: float = 0.01,
+            record_every: float | None = None, progress=None,
+            keep_times: bool | None = None) -> Result:
         """Push ``trace`` through the router and return a :class:`Result`.
 
         Parameters
         ----------
-        trace : PacketTrace
-            Offered packets (``iif`` indexes ``devices``).
+        trace : PacketTrace or TraceWindows
+            Offered packets (``iif`` indexes ``devices``).  A
+            :class:`~routelab.traffic.TraceWindows` is generated and simulated
+            window by window, so memory stays bounded on long runs (echo
+            replies cannot be injected then: ``reflect`` must be empty).
         duration : float
             Length of the run, seconds (time series cover [0, duration]).
         bin_s : float
             Width of the CPU-load time bins.
         record_every : float, optional
             Period of the cache/GC state samples (default: bin_s).
+        progress : callable(float), optional
+            Called with the fraction of the run done after each window (at
+            most ~100 times; once at the end for a plain trace).
+        keep_times : bool, optional
+            Keep per-packet arrival, service-start and departure times in
+            ``Result.packets`` (default: only if at most ``KEEP_TIMES_MAX``
+            packets are offered).
         """
-        return _Run(self, trace, duration, bin_s, record_every or bin_s).result
+        return _Run(self, trace, duration, bin_s, record_every or bin_s, progress,
+                    keep_times).result
 
 
 class _Run:
     """State and loop of one run (kept separate so Router stays reusable)."""
 
-    def __init__(self, r: Router, trace: PacketTrace, duration: float, bin_s: float,
-                 record_every: float) -> None:
+    def __init__(self, r: Router, trace, duration: float, bin_s: float,
+                 record_every: float, progress=None, keep_times: bool | None = None) -> None:
         if not isinstance(duration, (int, float)) or duration <= 0 or not math.isfinite(duration):
             raise KnobError("duration", duration, "a positive number of seconds")
         if not isinstance(bin_s, (int, float)) or not 0 < bin_s <= duration \
@@ -246,10 +273,13 @@ class _Run:
         if len(trace) > MAX_PACKETS:
             raise KnobError("offered packets", len(trace),
                             f"at most {MAX_PACKETS:,} packets per run (split the trace)")
-        if len(trace) and (int(trace.iif.max()) >= len(r.devices) or int(trace.iif.min()) < 0):
-            raise KnobError("iif", int(trace.iif.max()),
-                            f"a device index in [0, {len(r.devices) - 1}]")
+        if isinstance(trace, TraceWindows) and r.reflect:
+            raise KnobError("reflect", r.reflect, "empty when the trace comes in windows")
+        if progress is not None and not callable(progress):
+            raise KnobError("progress", progress, "a callable taking the fraction done")
         self.r = r
+        self.keep_times = len(trace) <= KEEP_TIMES_MAX if keep_times is None \
+            else bool(keep_times)
         self.duration = duration
         self.rng = np.random.default_rng(r.seed)
         k = r.kernel
@@ -262,7 +292,7 @@ class _Run:
         self._reply_cache: dict = {}
         self._redir: dict = {}
         self._icmp_limited = 0
-        self.result = self._loop(trace, bin_s, record_every)
+        self.result = self._loop(trace, bin_s, record_every, progress)
         self.result.counters["icmp"]["RateLimited"] = self._icmp_limited
 
     # -- stateless stages over arrays ----------------------------------------
@@ -350,7 +380,7 @@ class _Run:
         p["cost"] = p["rx_cost"] + np.where(cls == C_HDR, path, hit + path)
 
     # -- the loop --------------------------------------------------------------
-    def _loop(self, tr: PacketTrace, bin_s: float, record_every: float) -> Result:
+    def _loop(self, trace, bin_s: float, record_every: float, progress) -> Result:
         r = self.r
         c = r.costs.fn
         cache = self.cache
@@ -361,31 +391,15 @@ class _Run:
         devs = r.devices
         ndev = len(devs)
         duration = self.duration
-        p = self._prepare(tr)
-        self._classify(p)
-        n0 = len(tr)
-        cols = self._columns(tr, p)
-        T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE = cols
-        rare = self._rare = {name: p[name] for name in RARE}
-        rare["kind"], rare["tag"] = tr.kind, tr.tag
-        # the hot columns now live in lists; free the arrays nothing reads again
-        # (about a sixth of a 1 M-packet run's memory)
-        for name in [x for x in p if x not in KEEP_AFTER_COLUMNS]:
-            del p[name]
-        self._rare_extra = {}
-        RTYPE, GW, NRULES, MART = rare["rtype"], rare["gw"], rare["nrules"], rare["martian"]
-
-        # per-packet results
-        # compact per-packet outputs: 1 byte / 8 bytes each instead of a Python
-        # object per element (a 1 M-packet run must fit a 2 GB student server)
-        outcome = bytearray(n0)
-        t_start = array("d", bytes(8 * n0))
-        t_depart = array("d", [math.nan]) * n0
 
         # --- devices ---
         dev_napi = [bool(d.profile.napi and k.napi) for d in devs]
         dev_cpu = [d.cpu for d in devs]
         ring = [d.ring for d in devs]
+        # net_rx_action looks at its time limit between dev->poll calls: every
+        # ``weight`` packets of a NAPI device (every packet of the backlog, as the
+        # 2.4 loop does)
+        weight = [d.weight if dev_napi[di] else 1 for di, d in enumerate(devs)]
         txcap = [d.profile.tx_ring + (d.txqueuelen if d.txqueuelen is not None
                                       else r.sysctl["txqueuelen"]) for d in devs]
         # RX queue: per device for NAPI rings, per CPU backlog for netif_rx; it holds
@@ -398,6 +412,11 @@ class _Run:
         backlog_max = r.sysctl["netdev_max_backlog"]
         budget = backlog_max
         rx_lim = [ring[di] if dev_napi[di] else backlog_max + 1 for di in range(ndev)]
+        # A NAPI ring and the NIC FIFO behind it are full until the next service
+        # start on that device: every arrival before ``full_until`` (no larger than
+        # ``full_slots`` FIFO slots' worth) is missed without further work.
+        full_until = [-math.inf] * ndev
+        full_slots = [0] * ndev
         stats = {name: [0] * ndev for name in (
             "rx_packets", "rx_errors", "rx_dropped", "rx_missed", "rx_fifo", "rnbc",
             "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops")}
@@ -410,22 +429,23 @@ class _Run:
         txq = [deque() for _ in range(ndev)]
         link_free = [0.0] * ndev
 
-        # --- CPUs ---
+        # --- CPUs and the two tasks of each (see _softirq_boundary) ---
         busy = [0.0] * ncpu
         pass_n = [0] * ncpu
         pass_t0 = [0.0] * ncpu
         restarts = [0] * ncpu
         in_ksoftirqd = [False] * ncpu
         user = r.user_task
-        user_slice = USER_SLICE
-        user_left = [user_slice] * ncpu
-        ks_until = [0.0] * ncpu
-        inv_t0 = [0.0] * ncpu
+        user_left = [USER_SLICE] * ncpu
+        ks_left = [KSOFTIRQD_SLICE] * ncpu
+        acct_t0 = [0.0] * ncpu             # when the current task's slice last was charged
         iv_s = [[] for _ in range(ncpu)]   # softirq busy intervals: start
         iv_d = [[] for _ in range(ncpu)]   # duration
         last_end = [-1.0] * ncpu           # end of the last interval (merge test)
         ctxsw = [0] * ncpu
         ksoftirqd_wakeups = [0] * ncpu
+        sched = {"user_ticks": [0] * ncpu, "slivers": [0] * ncpu,
+                 "user_expired": [0] * ncpu, "ksoftirqd_expired": [0] * ncpu}
 
         # --- route cache plumbing ---
         rcu = cache.rcu if cache is not None else None
@@ -442,6 +462,7 @@ class _Run:
         slow = cache.ip_route_input_slow if has_cache else None
         dstops = cache.dst if has_cache else None
         misses = [0] * ncpu                # slow-path calls per CPU (in_hit at the end)
+        self._lookups = [0] * ncpu         # route lookups per CPU (from the outcomes)
         rcu_tick = jiffy
 
         def next_timer() -> float:
@@ -474,209 +495,250 @@ class _Run:
         prof_loop = dict.fromkeys(("route_slow", "timers", "rcu_tasklet", "rx_drop_irq"), 0.0)
         ping_rtt: dict = {}
         reflect = r.reflect
-        dyn: list = []
         heappop = heapq.heappop
 
         cost_drop_irq = c["irq_rx"] + c["netif_rx"] + c["kfree_skb"]
         rr = c["softirq_entry"]
         O_QDISC = O["drop_qdisc"]
+        O_MISSED = O["drop_rx_missed"]
         slow_total = 0.0
-        i = 0
-        while True:
-            # next stretch of packets: offered ones up to the next injected echo
-            # reply, or that reply alone
-            if dyn and (i >= n0 or dyn[0][0] < T[i]):
-                seq = (heappop(dyn)[1],)
-            elif i < n0:
-                stop = bisect_right(T, dyn[0][0], i, n0) if dyn else n0
-                seq = range(i, stop)
-                i = stop
-            else:
-                break
-            for j in seq:
-                t = T[j]
-                # ---- timers, samples and TX completions due by now ----
-                if t >= ne:
-                    if t >= nt:
-                        rcu_tick = self._fire_timers(
-                            t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick,
-                            use_rcu, user, ncpu, hz, jiffy, tr, H, j if j < n0 else i)
-                        nt = next_timer()
-                    if t >= rec_next:
-                        while rec_next <= t and rec_next <= duration:
-                            self._record(rec, rec_next)
-                            rec_next += record_every
-                        if rec_next > duration:
-                            rec_next = math.inf
-                    ne = nt if nt < rec_next else rec_next
+        nb = max(1, int(math.ceil(duration / bin_s)))
+        edges = np.arange(nb + 1) * bin_s
+        acc = _Accumulator(self.keep_times, r.ncpus, edges)
+        windows = trace.windows() if isinstance(trace, TraceWindows) \
+            else [(duration, trace)]
+        nwin = max(1, int(math.ceil(duration / trace.window - 1e-9))) \
+            if isinstance(trace, TraceWindows) else 1
+        report_every = max(1, nwin // 100)
+        n_offered = 0
+        for wno, (t_end, tr) in enumerate(windows):
+            self._check_iif(tr)
+            n0 = len(tr)
+            n_offered += n0
+            p = self._prepare(tr)
+            self._classify(p)
+            cols = self._columns(tr, p)
+            T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO = cols
+            rare = self._rare = {name: p[name] for name in RARE}
+            rare["kind"], rare["tag"] = tr.kind, tr.tag
+            # the hot columns now live in lists; free the arrays nothing reads again
+            for name in [x for x in p if x not in KEEP_AFTER_COLUMNS]:
+                del p[name]
+            self._rare_extra = {}
+            RTYPE, GW, NRULES, MART = rare["rtype"], rare["gw"], rare["nrules"], rare["martian"]
 
-                d = DEV[j]
-                cpu = dev_cpu[d]
-                # ---- receive: NIC ring (NAPI) or per-CPU backlog (netif_rx) ----
-                q = rxq_dev[d]
-                if len(q) >= rx_lim[d] or throttle[cpu]:
-                    # possibly full: retire the packets whose service has begun
-                    while q and q[0] <= t:
-                        q.popleft()
-                    ql = len(q)
-                    if dev_napi[d]:
-                        if ql >= ring[d]:
-                            stats["rnbc"][d] += 1
-                            if ql >= ring[d] + self._rare_of(j, "fifo_slots"):
-                                # no descriptor and the NIC FIFO is full: missed
-                                stats["rx_missed"][d] += 1
-                                stats["rx_fifo"][d] += 1
-                                outcome[j] = O["drop_rx_missed"]
+            # compact per-packet outputs: 1 byte / 8 bytes each instead of a Python
+            # object per element.  Every packet starts as "missed by the NIC" with
+            # its service start at its arrival, so a packet the full RX ring misses
+            # costs the loop no write at all.
+            outcome = bytearray([O_MISSED]) * n0
+            t_start = array("d", T)
+            t_depart = array("d", [math.nan]) * n0
+            dyn: list = []
+            i = 0
+            while True:
+                # next stretch of packets: offered ones up to the next injected echo
+                # reply, or that reply alone
+                if dyn and (i >= n0 or dyn[0][0] < T[i]):
+                    seq = (heappop(dyn)[1],)
+                elif i < n0:
+                    stop = bisect_right(T, dyn[0][0], i, n0) if dyn else n0
+                    seq = range(i, stop)
+                    i = stop
+                else:
+                    break
+                for j in seq:
+                    t = T[j]
+                    d = DEV[j]
+                    if t < full_until[d] and FIFO[j] <= full_slots[d]:
+                        continue             # RX ring and NIC FIFO still full: missed
+                    # ---- timers, samples and TX completions due by now ----
+                    if t >= ne:
+                        if t >= nt:
+                            rcu_tick = self._fire_timers(
+                                t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick,
+                                use_rcu, user, ncpu, hz, jiffy, tr, H, j if j < n0 else i)
+                            nt = next_timer()
+                        if t >= rec_next:
+                            while rec_next <= t and rec_next <= duration:
+                                self._record(rec, rec_next)
+                                rec_next += record_every
+                            if rec_next > duration:
+                                rec_next = math.inf
+                        ne = nt if nt < rec_next else rec_next
+
+                    cpu = dev_cpu[d]
+                    # ---- receive: NIC ring (NAPI) or per-CPU backlog (netif_rx) ----
+                    q = rxq_dev[d]
+                    if len(q) >= rx_lim[d] or throttle[cpu]:
+                        # possibly full: retire the packets whose service has begun
+                        while q and q[0] <= t:
+                            q.popleft()
+                        ql = len(q)
+                        if dev_napi[d]:
+                            if ql >= ring[d]:
+                                if ql >= ring[d] + FIFO[j]:
+                                    # no descriptor and the NIC FIFO is full: missed
+                                    # (counted per device at the end of the window)
+                                    outcome[j] = O_MISSED
+                                    t_start[j] = t
+                                    full_until[d] = q[0]
+                                    full_slots[d] = FIFO[j]
+                                    continue
+                                # no free descriptor: the frame waits in the NIC FIFO
+                                # (e1000 RNBC, reported as rx_dropped)
+                                stats["rnbc"][d] += 1
+                        else:
+                            if ql > backlog_max or (ql and throttle[cpu]):
+                                if ql > backlog_max and not throttle[cpu]:
+                                    throttle[cpu] = True
+                                    softnet_throttled[cpu] += 1
+                                softnet_dropped[cpu] += 1
+                                outcome[j] = O["drop_backlog"]
+                                # the hard IRQ still ran and allocated the skb: CPU time lost
+                                self._charge(cpu, t, cost_drop_irq, busy, iv_s, iv_d, last_end)
+                                prof_loop["rx_drop_irq"] += cost_drop_irq
                                 t_start[j] = t
                                 continue
-                    else:
-                        if ql > backlog_max or (ql and throttle[cpu]):
-                            if ql > backlog_max and not throttle[cpu]:
-                                throttle[cpu] = True
-                                softnet_throttled[cpu] += 1
-                            softnet_dropped[cpu] += 1
-                            outcome[j] = O["drop_backlog"]
-                            # the hard IRQ still ran and allocated the skb: CPU time lost
-                            self._charge(cpu, t, cost_drop_irq, busy, iv_s, iv_d, last_end)
-                            prof_loop["rx_drop_irq"] += cost_drop_irq
-                            t_start[j] = t
-                            continue
-                        if ql == 0:
-                            throttle[cpu] = False
-                # (rx_packets: counted at the end -- e100 counts every packet in its
-                # IRQ handler, before netif_rx; NAPI drivers the ones they receive)
-                # ---- CPU: the softirq loop (net_rx_action, __do_softirq, ksoftirqd) ----
-                b = busy[cpu]
-                if b < t:
-                    # the CPU was idle (or running the user task) since b
-                    if rcu_wake and rcu.gp_active:
-                        if user:
-                            tick = _next_tick(b, hz)
-                            if tick <= t:
-                                rcu.quiescent(cpu, tick, "user_tick")
-                        else:
-                            rcu.quiescent(cpu, b, "idle")
-                    start = t
-                    pass_n[cpu] = 1
-                    pass_t0[cpu] = t
-                    restarts[cpu] = 0
-                    inv_t0[cpu] = t
-                    in_ksoftirqd[cpu] = False
-                    svc = rr
-                else:
-                    start = b
-                    svc = 0.0
-                    pn = pass_n[cpu] + 1
-                    if pn > budget or start - pass_t0[cpu] >= jiffy:
-                        # net_rx_action returns with work left (budget or a jiffy used up)
-                        time_squeeze[cpu] += 1
-                        if use_rcu and rcu.done[cpu]:
-                            flush_tx(start)   # the RCU callbacks read reference counts
-                        start, w = self._softirq_boundary(
-                            cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
-                            in_ksoftirqd, ksoftirqd_wakeups, user, user_left, user_slice,
-                            inv_t0, ks_until, ctxsw, hz, jiffy, prof_loop)
-                        svc = rr + w
-                        if w:
-                            nt = next_timer()
-                            ne = nt if nt < rec_next else rec_next
-                        pn = 1
+                            if ql == 0:
+                                throttle[cpu] = False
+                    # (rx_packets: counted at the end -- e100 counts every packet in its
+                    # IRQ handler, before netif_rx; NAPI drivers the ones they receive)
+                    # ---- CPU: the softirq loop (net_rx_action, __do_softirq, ksoftirqd) ----
+                    b = busy[cpu]
+                    if b < t:
+                        # the CPU had no softirq work since b
+                        start = self._cpu_was_free(cpu, b, t, rcu, rcu_wake, user, in_ksoftirqd,
+                                                   ks_left, acct_t0, ctxsw, hz, sched)
+                        pass_n[cpu] = 1
                         pass_t0[cpu] = start
-                    pass_n[cpu] = pn
-                q.append(start)
-                t_start[j] = start
-                cls = CLS[j]
-                svc += COST[j]
-                e = None
-                if has_cache and cls != C_HDR:
-                    # ---- ip_route_input: walk the hash chain ----
-                    key = KEY[j]
-                    ik = IK[j]
-                    steps = 0
-                    for x in table[H[j]]:
-                        if x.key == key and x.ik == ik:
-                            e = x
-                            break
-                        steps += 1
-                    if steps:
-                        cstat[cpu][S_IN_HLIST_SEARCH] += steps
-                        svc += steps * step_c
-                    if e is not None:
-                        # (in_hit: lookups minus misses, counted at the end)
-                        e.lastuse = start
-                        e.use += 1
-                        e.refcnt += 1
+                        restarts[cpu] = 0
+                        svc = rr
                     else:
-                        misses[cpu] += 1
-                        flush_tx(start)
-                        if j < n0:
-                            rt_, gw_, nr_, ma_ = (int(RTYPE[j]), int(GW[j]), int(NRULES[j]),
-                                                  int(MART[j]))
-                        else:
-                            rt_, gw_, nr_, ma_ = (self._rare_extra[j][kk] for kk in
-                                                  ("rtype", "gw", "nrules", "martian"))
-                        e, ts, why = slow(start, cpu, key, ik, H[j], rt_, OIF[j], gw_, nr_, ma_)
-                        svc += ts
-                        slow_total += ts
-                        nt = next_timer()   # the slow path may have armed dst GC or RCU
-                        ne = nt if nt < rec_next else rec_next
-                        if e is None:
-                            if why == "dst_overflow":
-                                mib["InDiscards"] += 1
-                                outcome[j] = O["drop_dst_overflow"]
-                            else:
-                                mib["InAddrErrors"] += 1
-                                outcome[j] = O["drop_martian"]
-                            # COST assumed a completed path; a refused packet is freed here
-                            svc += c["kfree_skb"] - self._path_cost_of(j)
-                            cls = C_REFUSED
-                # the CPU is busy with this packet until fin
-                fin = start + svc
-                if cls == C_REDIR:
-                    # ip_forward: out by the device it came in on -- maybe a redirect
-                    w = self._ip_rt_send_redirect(j, d, start, e, txq, link_free, txcap, stats,
-                                                  icmp)
-                    svc += w
-                    fin += w
-                busy[cpu] = fin
-                if start == last_end[cpu]:
-                    iv_d[cpu][-1] += svc
-                else:
-                    iv_s[cpu].append(start)
-                    iv_d[cpu].append(svc)
-                last_end[cpu] = fin
-                if cls == C_FWD or cls == C_PING or cls == C_REDIR:
-                    # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
-                    # (ForwDatagrams, FragOKs/FragCreates, tx_packets: at the end)
-                    oif = OIF[j]
-                    oq = txq[oif]
-                    cap = txcap[oif]
-                    if len(oq) < cap or _retire(oq, fin) < cap:
-                        lf = link_free[oif]
-                        dep = (lf if lf > fin else fin) + WIRE[j]
-                        link_free[oif] = dep
-                        oq.append((dep, e))
-                        t_depart[j] = dep
-                        if cls == C_PING and self._ping_forwarded(
-                                tr, j, oif, dep, cols, outcome, t_start, t_depart, dyn,
-                                ping_rtt, reflect, T):
-                            # an echo reply was injected: pick the next packet afresh
-                            if j < n0:
-                                i = j + 1
-                            break
-                    else:
-                        stats["qdisc_drops"][oif] += 1
-                        mib["OutDiscards"] += 1
-                        outcome[j] = O_QDISC
+                        start = b
+                        svc = 0.0
+                        pn = pass_n[cpu] + 1
+                        if pn > budget or (start - pass_t0[cpu] >= jiffy
+                                           and (pn - 1) % weight[d] == 0):
+                            # net_rx_action returns with work left: budget used up, or a
+                            # jiffy gone (looked at between dev->poll calls, every
+                            # ``weight`` packets)
+                            time_squeeze[cpu] += 1
+                            if use_rcu and rcu.done[cpu]:
+                                flush_tx(start)   # the RCU callbacks read reference counts
+                            start, w = self._softirq_boundary(
+                                cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
+                                in_ksoftirqd, ksoftirqd_wakeups, user, user_left, ks_left,
+                                acct_t0, ctxsw, hz, prof_loop, sched)
+                            svc = rr + w
+                            if w:
+                                nt = next_timer()
+                                ne = nt if nt < rec_next else rec_next
+                            pn = 1
+                            pass_t0[cpu] = start
+                        pass_n[cpu] = pn
+                    q.append(start)
+                    t_start[j] = start
+                    cls = CLS[j]
+                    svc += COST[j]
+                    e = None
+                    if has_cache and cls != C_HDR:
+                        # ---- ip_route_input: walk the hash chain ----
+                        key = KEY[j]
+                        ik = IK[j]
+                        steps = 0
+                        for x in table[H[j]]:
+                            if x.key == key and x.ik == ik:
+                                e = x
+                                break
+                            steps += 1
+                        if steps:
+                            cstat[cpu][S_IN_HLIST_SEARCH] += steps
+                            svc += steps * step_c
                         if e is not None:
-                            e.refcnt -= 1
-                elif cls != C_REFUSED:
-                    self._other_path(cls, j, d, fin, e, outcome, t_depart, txq, link_free,
-                                     txcap, stats, mib, icmp, ping_rtt, T)
+                            # (in_hit: lookups minus misses, counted at the end)
+                            e.lastuse = start
+                            e.use += 1
+                            e.refcnt += 1
+                        else:
+                            misses[cpu] += 1
+                            flush_tx(start)
+                            if j < n0:
+                                rt_, gw_, nr_, ma_ = (int(RTYPE[j]), int(GW[j]), int(NRULES[j]),
+                                                      int(MART[j]))
+                            else:
+                                rt_, gw_, nr_, ma_ = (self._rare_extra[j][kk] for kk in
+                                                      ("rtype", "gw", "nrules", "martian"))
+                            e, ts, why = slow(start, cpu, key, ik, H[j], rt_, OIF[j], gw_, nr_,
+                                              ma_)
+                            svc += ts
+                            slow_total += ts
+                            nt = next_timer()   # the slow path may have armed dst GC or RCU
+                            ne = nt if nt < rec_next else rec_next
+                            if e is None:
+                                if why == "dst_overflow":
+                                    mib["InDiscards"] += 1
+                                    outcome[j] = O["drop_dst_overflow"]
+                                else:
+                                    mib["InAddrErrors"] += 1
+                                    outcome[j] = O["drop_martian"]
+                                # COST assumed a completed path; a refused packet is freed here
+                                svc += c["kfree_skb"] - self._path_cost_of(j)
+                                cls = C_REFUSED
+                    # the CPU is busy with this packet until fin
+                    fin = start + svc
+                    if cls == C_REDIR:
+                        # ip_forward: out by the device it came in on -- maybe a redirect
+                        w = self._ip_rt_send_redirect(j, d, start, e, txq, link_free, txcap,
+                                                      stats, icmp)
+                        svc += w
+                        fin += w
+                    busy[cpu] = fin
+                    if start == last_end[cpu]:
+                        iv_d[cpu][-1] += svc
+                    else:
+                        iv_s[cpu].append(start)
+                        iv_d[cpu].append(svc)
+                    last_end[cpu] = fin
+                    if cls == C_FWD or cls == C_PING or cls == C_REDIR:
+                        # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
+                        # (ForwDatagrams, FragOKs/FragCreates, tx_packets: at the end)
+                        oif = OIF[j]
+                        oq = txq[oif]
+                        cap = txcap[oif]
+                        if len(oq) < cap or _retire(oq, fin) < cap:
+                            lf = link_free[oif]
+                            dep = (lf if lf > fin else fin) + WIRE[j]
+                            link_free[oif] = dep
+                            oq.append((dep, e))
+                            t_depart[j] = dep
+                            outcome[j] = 0
+                            if cls == C_PING and self._ping_forwarded(
+                                    tr, j, oif, dep, cols, outcome, t_start, t_depart, dyn,
+                                    ping_rtt, reflect, T):
+                                # an echo reply was injected: pick the next packet afresh
+                                if j < n0:
+                                    i = j + 1
+                                break
+                        else:
+                            stats["qdisc_drops"][oif] += 1
+                            mib["OutDiscards"] += 1
+                            outcome[j] = O_QDISC
+                            if e is not None:
+                                e.refcnt -= 1
+                    elif cls != C_REFUSED:
+                        self._other_path(cls, j, d, fin, e, outcome, t_depart, txq, link_free,
+                                         txcap, stats, mib, icmp, ping_rtt, T)
+            self._count_window(tr, p, outcome, DEV, CLS, OIF, NFRAG, stats, mib, n0)
+            acc.add(self, tr, p, outcome, t_start, t_depart, T, DEV, n0)
+            del cols, T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO, p, rare
+            if progress is not None and ((wno + 1) % report_every == 0 or wno + 1 == nwin):
+                progress(min(1.0, t_end / duration))
 
         prof_loop["route_slow"] = slow_total
-        self._count_at_end(tr, p, outcome, DEV, CLS, OIF, NFRAG, dev_cpu, stats, mib, misses,
-                           softnet_dropped, n0)
+        if self.cache is not None:
+            for cc, row in enumerate(self.cache.stat):
+                row[S_IN_HIT] += self._lookups[cc] - misses[cc]
         # ---- drain: transmit completions after the last arrival ----
         for oq in txq:
             for _, x in oq:
@@ -686,24 +748,27 @@ class _Run:
         while rec_next <= duration:
             self._record(rec, rec_next)
             rec_next += record_every
-        kinds = np.concatenate([tr.kind, np.array([self._rare_extra[x]["kind"] for x in
-                                                   sorted(self._rare_extra)], dtype=np.uint8)])
-        tags = np.concatenate([tr.tag, np.array([self._rare_extra[x]["tag"] for x in
-                                                 sorted(self._rare_extra)], dtype=np.int32)])
-        return Result.assemble(self, tr, p, outcome, t_start, t_depart, T, DEV, kinds,
-                               tags, n0, stats, mib, icmp, softnet_dropped, softnet_throttled,
-                               time_squeeze, iv_s, iv_d, bin_s, rec, prof_loop, ping_rtt,
-                               ctxsw, ksoftirqd_wakeups)
+        res = Result.assemble(self, acc, n_offered, stats, mib, icmp, softnet_dropped,
+                              softnet_throttled, time_squeeze, iv_s, iv_d, bin_s, rec, prof_loop,
+                              ping_rtt, ctxsw, ksoftirqd_wakeups)
+        res.counters["sched"] = sched
+        return res
 
     # -- pieces of the loop that run rarely ---------------------------------------
-    def _count_at_end(self, tr, p, outcome, DEV, CLS, OIF, NFRAG, dev_cpu, stats, mib,
-                      misses, softnet_dropped, n0) -> None:
-        """Counters the loop leaves to the end: they follow from the outcomes.
+    def _check_iif(self, tr: PacketTrace) -> None:
+        r = self.r
+        if len(tr) and (int(tr.iif.max()) >= len(r.devices) or int(tr.iif.min()) < 0):
+            raise KnobError("iif", int(tr.iif.max()),
+                            f"a device index in [0, {len(r.devices) - 1}]")
 
-        rx_packets (every packet the NIC did not miss), InReceives (every packet
-        past the ring/backlog), ForwDatagrams, FragOKs/FragCreates (forwarded or
-        dropped by the qdisc), tx_packets of forwarded frames, rt_cache_stat in_hit
-        (lookups minus slow-path calls).
+    def _count_window(self, tr, p, outcome, DEV, CLS, OIF, NFRAG, stats, mib, n0) -> None:
+        """Counters the loop leaves to the end of each window: they follow from the outcomes.
+
+        rx_missed/rx_fifo (NAPI ring and FIFO full), rx_packets (every packet
+        the NIC did not miss), InReceives (every packet past the ring/backlog),
+        ForwDatagrams, FragOKs/FragCreates (forwarded or dropped by the qdisc),
+        tx_packets of forwarded frames, route lookups per CPU (rt_cache_stat
+        in_hit = lookups minus slow-path calls, at the end of the run).
         """
         n = len(outcome)
         extra = slice(n0, n)
@@ -714,9 +779,13 @@ class _Run:
         nfrag = np.concatenate([p["nfrag"], np.asarray(NFRAG[extra], dtype=np.int64)])
         ndev = len(stats["rx_packets"])
         per_dev = np.bincount(dev, minlength=ndev)
+        missed = o == O["drop_rx_missed"]
+        per_dev_missed = np.bincount(dev[missed], minlength=ndev)
         for di in range(ndev):
-            stats["rx_packets"][di] += int(per_dev[di]) - stats["rx_missed"][di]
-        received = (o != O["drop_rx_missed"]) & (o != O["drop_backlog"])
+            stats["rx_missed"][di] += int(per_dev_missed[di])
+            stats["rx_fifo"][di] += int(per_dev_missed[di])
+            stats["rx_packets"][di] += int(per_dev[di]) - int(per_dev_missed[di])
+        received = ~missed & (o != O["drop_backlog"])
         mib["InReceives"] += int(np.count_nonzero(received))
         fwd = (o == O["forwarded"]) | (o == O["drop_qdisc"])
         mib["ForwDatagrams"] += int(np.count_nonzero(fwd))
@@ -728,18 +797,18 @@ class _Run:
         for di in range(ndev):
             stats["tx_packets"][di] += int(tx[di])
         if self.cache is not None:
+            dev_cpu = np.array([d.cpu for d in self.r.devices], dtype=np.int64)
             looked = received & (cls != C_HDR)
-            lookups = np.bincount(np.asarray(dev_cpu, dtype=np.int64)[dev[looked]],
-                                  minlength=len(misses))
-            for cc, row in enumerate(self.cache.stat):
-                row[S_IN_HIT] += int(lookups[cc]) - misses[cc]
+            lk = np.bincount(dev_cpu[dev[looked]], minlength=len(self._lookups))
+            for cc in range(len(self._lookups)):
+                self._lookups[cc] += int(lk[cc])
 
     def _columns(self, tr: PacketTrace, p: dict) -> tuple:
         """Hot per-packet columns as Python lists (fast to index in the loop)."""
         return (tr.t.tolist(), tr.iif.astype(np.int64).tolist(),
                 p["key"].tolist(), p["ik"].tolist(), p["h"].tolist(), p["cls"].tolist(),
                 p["cost"].tolist(), p["oif"].tolist(), p["nfrag"].tolist(),
-                p["wire_s"].tolist())
+                p["wire_s"].tolist(), p["fifo_slots"].tolist())
 
     def _rare_of(self, j: int, name: str):
         """A rarely used column of packet ``j`` (offered or injected)."""
@@ -821,20 +890,84 @@ class _Run:
         last_end[cpu] = s0 + w
 
     @staticmethod
+    def _cpu_was_free(cpu, b, t, rcu, rcu_wake, user, in_ksoftirqd, ks_left, acct_t0, ctxsw, hz,
+                      sched) -> float:
+        """A packet arrives at ``t`` on a CPU that has had no softirq work since ``b``.
+
+        The driver's RX interrupt is enabled again (the ring was drained), so
+        its interrupt starts a fresh ``do_softirq`` from ``irq_exit``.  Returns
+        the time the packet's service may start (``t``).
+
+        Kernel: kernel/softirq.c ksoftirqd (sleeps when no softirq is pending),
+        kernel/sched.c schedule.  If ksoftirqd was running it went to sleep at
+        ``b``: with a user task that is a context switch (a quiescent state)
+        and the user task runs from ``b``; without one the CPU idled.  A timer
+        tick between ``b`` and ``t`` lands in user mode (or in idle).
+        """
+        if in_ksoftirqd[cpu]:
+            in_ksoftirqd[cpu] = False
+            if user:
+                ks_left[cpu] -= b - acct_t0[cpu]
+                acct_t0[cpu] = b
+                ctxsw[cpu] += 1
+                if rcu is not None:
+                    rcu.quiescent(cpu, b, "ctxsw")
+        if rcu_wake and rcu.gp_active:
+            if user:
+                tick = _next_tick(b, hz)
+                if tick <= t:
+                    rcu.quiescent(cpu, tick, "user_tick")
+                    sched["user_ticks"][cpu] += 1
+            else:
+                rcu.quiescent(cpu, b, "idle")
+        return t
+
+    @staticmethod
     def _softirq_boundary(cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
-                          in_ksoftirqd, ksoftirqd_wakeups, user, user_left, user_slice, inv_t0,
-                          ks_until, ctxsw, hz, jiffy, prof_loop):
+                          in_ksoftirqd, ksoftirqd_wakeups, user, user_left, ks_left, acct_t0,
+                          ctxsw, hz, prof_loop, sched):
         """net_rx_action returned with work left; what runs next, and where.
 
         Kernel: kernel/softirq.c __do_softirq (restart at most 10 times, then
-        wake ksoftirqd), net/core/dev.c net_rx_action.  Returns the time the
-        next pass starts and the RCU tasklet work done at this boundary.
+        wake ksoftirqd), ksoftirqd; net/core/dev.c net_rx_action; kernel/sched.c
+        (2.6.0 O(1) scheduler: scheduler_tick, schedule).  Returns the time
+        the next ``net_rx_action`` pass starts and the RCU tasklet work done at
+        this boundary.
 
-        Simplified scheduler (2.6 O(1) at HZ=1000): with a user task on the
-        CPU, softirq work done from irq_exit is charged to the user task's
-        100 ms timeslice; after 10 restarts the task gets the CPU until the
-        next tick; when its slice is used up, ksoftirqd (nice 19) runs a 10 ms
-        slice.  Without a user task, ksoftirqd runs until the queue empties.
+        The model of one CPU under a NAPI flood, with a CPU-bound user task
+        (the gettimeofday loop, nice 0) and ksoftirqd (nice 19):
+
+        * While the user task is *current*, softirqs run from ``irq_exit`` of
+          whatever interrupt comes (the timer tick, the output NIC's
+          TX-completion interrupt; the input NIC's RX interrupt stays masked
+          while it is being polled).  One ``do_softirq`` makes at most 10
+          passes (the first plus 9 restarts), then wakes ksoftirqd and
+          returns to the user task.  The user task is current all along, so
+          the timer tick charges the softirq time to *its* timeslice
+          (scheduler_tick decrements ``current->time_slice``): its 100 ms
+          slice runs out after 100 ms of wall time, however little of it the
+          task really had.
+        * Back in user mode the task runs until the next interrupt:
+          ``TX_IRQ_DELAY`` later (the output NIC's TX-completion interrupt,
+          frames are always in flight under the flood) or the next tick,
+          whichever is first.  Only if the tick comes first does a tick land
+          in user mode -- a quiescent state in every RCU flavour.
+        * When the user task's slice has run out, schedule() (a quiescent
+          state) moves it to the *expired* array and runs ksoftirqd (woken
+          into the *active* array).  ksoftirqd runs ``do_softirq`` back to
+          back in process context (ticks land in kernel mode: no quiescent
+          state) until its 10 ms slice runs out; then it is expired too, the
+          arrays swap, and the user task (better priority) runs again with a
+          fresh slice (a context switch: a quiescent state).  If ksoftirqd
+          finds nothing pending it sleeps (see ``_cpu_was_free``).
+        * Without a user task, ksoftirqd runs until the work is done (its
+          own slice expiries are not modelled).
+
+        Simplified / unverified: interrupts are instantaneous (hard-IRQ time
+        is folded into the per-packet costs); the user task and ksoftirqd are
+        the only tasks on the CPU; priorities are the static ones (nice 0
+        beats nice 19 whatever the sleep bonus); the TX-completion interrupt
+        delay is the e1000 default as we recall it (``TX_IRQ_DELAY``).
         """
         w = 0.0
         if rcu is not None:
@@ -844,43 +977,58 @@ class _Run:
                 w = rcu.rcu_tasklet(cpu, start)
                 prof_loop["rcu_tasklet"] += w
         restarts[cpu] += 1
-        if restarts[cpu] >= MAX_SOFTIRQ_RESTART:
-            restarts[cpu] = 0
-            if qs_loop and rcu is not None:
-                rcu.quiescent(cpu, start, "softirq_loop")
-            if not in_ksoftirqd[cpu]:
-                ksoftirqd_wakeups[cpu] += 1
-                if user:
-                    user_left[cpu] -= start - inv_t0[cpu]
-                    if user_left[cpu] > 0:
-                        # back to the user task until the next tick
-                        tick = _next_tick(start, hz)
-                        user_left[cpu] -= tick - start
-                        if rcu is not None:
-                            rcu.quiescent(cpu, tick, "user_tick")
-                        start = tick
-                    else:
-                        ctxsw[cpu] += 1
-                        if rcu is not None:
-                            rcu.quiescent(cpu, start, "ctxsw")
-                        in_ksoftirqd[cpu] = True
-                        ks_until[cpu] = start + KSOFTIRQD_SLICE
-                else:
-                    ctxsw[cpu] += 1
-                    if rcu is not None:
-                        rcu.quiescent(cpu, start, "ctxsw")
-                    in_ksoftirqd[cpu] = True
-                    ks_until[cpu] = math.inf
-            inv_t0[cpu] = start
-        if in_ksoftirqd[cpu] and start >= ks_until[cpu]:
-            # ksoftirqd's slice is over: the user task runs again
+        if restarts[cpu] < MAX_SOFTIRQ_RESTART:
+            return start, w
+        # this do_softirq invocation gives up
+        restarts[cpu] = 0
+        if qs_loop and rcu is not None:
+            rcu.quiescent(cpu, start, "softirq_loop")
+        if in_ksoftirqd[cpu]:
+            # ksoftirqd's loop: cond_resched() between do_softirq calls
+            if not user:
+                return start, w
+            ks_left[cpu] -= start - acct_t0[cpu]
+            acct_t0[cpu] = start
+            if ks_left[cpu] > 0:
+                return start, w
+            # ksoftirqd's slice is used up: expired; the arrays swap, the user runs
+            sched["ksoftirqd_expired"][cpu] += 1
+            ks_left[cpu] = KSOFTIRQD_SLICE
+            user_left[cpu] = USER_SLICE
+            in_ksoftirqd[cpu] = False
             ctxsw[cpu] += 1
             if rcu is not None:
                 rcu.quiescent(cpu, start, "ctxsw")
-            in_ksoftirqd[cpu] = False
-            user_left[cpu] = user_slice
-            inv_t0[cpu] = start
-        return start, w
+        else:
+            # irq_exit: wakeup_softirqd
+            ksoftirqd_wakeups[cpu] += 1
+            if not user:
+                ctxsw[cpu] += 1
+                if rcu is not None:
+                    rcu.quiescent(cpu, start, "ctxsw")
+                in_ksoftirqd[cpu] = True
+                return start, w
+            user_left[cpu] -= start - acct_t0[cpu]
+            acct_t0[cpu] = start
+            if user_left[cpu] <= 0:
+                # the user task's slice ran out during the batch: schedule() puts it
+                # in the expired array and runs ksoftirqd
+                sched["user_expired"][cpu] += 1
+                ctxsw[cpu] += 1
+                if rcu is not None:
+                    rcu.quiescent(cpu, start, "ctxsw")
+                in_ksoftirqd[cpu] = True
+                return start, w
+        # back in user mode until the next interrupt
+        sched["slivers"][cpu] += 1
+        end = start + TX_IRQ_DELAY
+        tick = _next_tick(start, hz)
+        if tick <= end:
+            end = tick
+            sched["user_ticks"][cpu] += 1
+            if rcu is not None:
+                rcu.quiescent(cpu, tick, "user_tick")
+        return end, w
 
     def _other_path(self, cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap,
                     stats, mib, icmp, ping_rtt, T) -> float:
@@ -1045,7 +1193,61 @@ class _Run:
         cols[0][-1] = t_arr
         jn = len(cols[0]) - 1
         self._rare_extra[jn] = dict(rare, kind=KIND["ping_reply"], tag=int(tr.tag[j]))
-        outcome.append(0)
-        t_start.append(0.0)
+        outcome.append(O["drop_rx_missed"])    # (as every packet before the NIC takes it)
+        t_start.append(t_arr)
         t_depart.append(math.nan)
         return len(cols[0]) - 1
+
+
+
+class _Accumulator:
+    """Per-packet outputs and array-derived statistics, gathered window by window.
+
+    A plain trace is one window.  With ``keep_times`` off, only the outcome,
+    device, kind and tag of each packet are kept (8 bytes a packet).
+    """
+
+    def __init__(self, keep_times: bool, ncpu: int, edges: np.ndarray) -> None:
+        self.keep_times = keep_times
+        self.edges = edges
+        self.parts: dict[str, list] = {k: [] for k in ("outcome", "dev", "kind", "tag", "t",
+                                                         "t_start", "t_depart")}
+        self.irq = np.zeros((ncpu, edges.size - 1))
+        self.prof: dict[str, float] = {}
+
+    def add(self, run, tr, p, outcome, t_start, t_depart, T, DEV, n0) -> None:
+        """Keep one window's packets (offered ones first, then injected replies)."""
+        from .result import hardirq_in_bins, profile_packets
+
+        n = len(outcome)
+        o = np.frombuffer(outcome, dtype=np.uint8).astype(np.int8)
+        dev = np.fromiter(DEV, dtype=np.int16, count=n)
+        extra = sorted(run._rare_extra)
+        kinds = np.concatenate([tr.kind, np.array([run._rare_extra[x]["kind"] for x in extra],
+                                                  dtype=np.uint8)])
+        tags = np.concatenate([tr.tag, np.array([run._rare_extra[x]["tag"] for x in extra],
+                                                dtype=np.int32)])
+        ts = np.frombuffer(t_start, dtype=np.float64)
+        part = self.parts
+        part["outcome"].append(o)
+        part["dev"].append(dev)
+        part["kind"].append(kinds)
+        part["tag"].append(tags)
+        if self.keep_times:
+            part["t"].append(np.frombuffer(array("d", T), dtype=np.float64))
+            part["t_start"].append(ts.copy())
+            part["t_depart"].append(np.frombuffer(t_depart, dtype=np.float64).copy())
+        self.irq += hardirq_in_bins(run.r, p, {"outcome": o, "t_start": ts, "dev": dev}, n0,
+                                    self.edges)
+        for name, secs in profile_packets(run, p, o[:n0]).items():
+            self.prof[name] = self.prof.get(name, 0.0) + secs
+
+    def packets(self) -> dict:
+        """The per-packet arrays of the whole run."""
+        out = {}
+        for name, parts in self.parts.items():
+            if parts:
+                out[name] = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        self.parts = {}
+        return out
+

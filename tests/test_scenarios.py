@@ -24,7 +24,7 @@ def test_scenario_runs_conserves_and_repeats(name, knobs):
 
 
 def test_rcu_scenario_reports_user_delay_and_grace_periods():
-    res = get("rcu").run(seed=1, duration=0.1, pps_per_port=200_000)
+    res = get("rcu").run(seed=1, duration=0.3, pps_per_port=200_000, max_size=4096)
     s = res.summary()
     assert "user_max_delay_s" in s and s["user_max_delay_s"] > 0
     assert res.extra["grace_periods_s"].size > 0

@@ -3,37 +3,43 @@
 Robert Olsson's lab router ("route cache DoS testing and softirqs",
 linux-kernel, 2004, replying to Dipankar Sarma): a 2-way 2.4 GHz P4 Xeon with
 256 MB, two gigabit input ports (eth0, eth2) each offered ``pps_per_port`` of
-60-byte packets from a pktgen-like source cycling through ``flows``
-concurrent flows of ``flow_len`` packets with random destinations, forwarded
-out of eth1 and eth3.  Each input port's softirq work runs on its own CPU
-(NAPI).  A user process on each CPU loops calling ``gettimeofday``; the
-longest time it was kept off the CPU is ``user_max_delay_s``.
+60-byte packets from a pktgen source cycling through ``flows`` concurrent
+flows of ``flow_len`` packets with random destinations
+(:class:`routelab.traffic.Pktgen`), forwarded out of eth1 and eth3.  Each
+input port's softirq work runs on its own CPU (NAPI, e1000).  A user process
+on each CPU loops calling ``gettimeofday``; the longest time it was kept off
+the CPU is ``user_max_delay_s``.
 
 Route-cache entries are freed through RCU: unhashed entries still count
 against ``max_size`` until a grace period ends, and under a softirq flood
 grace periods stretch -- the ``kernel`` knob selects which events are
-quiescent states (vanilla 2.6.0, the earlier rcu-softirq patch, call_rcu_bh).
+quiescent states (vanilla 2.6.0, the earlier rcu-softirq patch, call_rcu_bh;
+2.4.24 frees at once).  How the CPU is shared between softirq work, the user
+task and ksoftirqd is modelled in ``routelab.router._Run._softirq_boundary``.
 
-Status: the scenario runs, but it is **not yet calibrated** against the
-report (stories.md s2); its numbers are the uncalibrated model's.  Full-length
-runs (tens of millions of offered packets) are still too slow for the
-notebook; keep ``duration`` to a few seconds.
+Long runs are generated and simulated in windows of ``WINDOW_S`` seconds, so a
+50 s flood (28 M offered packets) runs in bounded memory; pass ``progress``
+to :func:`run` to follow it.  Calibration: ``docs/calibration-story2.md``.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..core.skbuff import KIND, PacketTrace
+from ..errors import KnobError
 from ..ipv4.fib import Fib, Route, Rule
-from ..result import Result
+from ..result import OUTCOMES, Result
 from ..router import Device, Router
 from ..sysctl import Knob
-from ..traffic import poisson_times
-from .common import cache_knobs, cpu_knob, kernel_knob, run_knobs, run_scenario, sysctl_of
+from ..traffic import FLOW_ORDERS, Pktgen, TraceWindows
+from .common import cache_knobs, cpu_knob, fill_derived, kernel_knob, resolve, run_knobs, sysctl_of
 
 NAME = "rcu"
 TITLE = "Route-cache DoS and RCU grace periods under a softirq flood (story 2)"
+
+WINDOW_S = 0.5   # trace generation / simulation window, seconds
 
 KNOBS: dict[str, Knob] = {k.name: k for k in [
     kernel_knob("2.6.0"),
@@ -43,58 +49,30 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
     Knob("flows", 32768, int, 1, 1_000_000, "flows", "Concurrent pktgen flows."),
     Knob("flow_len", 10, int, 1, 1_000_000, "packets",
          "Packets per flow before it moves to a new random destination."),
+    Knob("flow_order", "sequential", str, choices=FLOW_ORDERS,
+         help="How pktgen takes turns between flows: 'sequential' (flow_len packets of one "
+              "flow, then the next flow) or 'random' (a random flow per packet)."),
     Knob("cpus", 2, int, 1, 2, "CPUs", "CPUs used (one input port each when 2)."),
     Knob("rx_ring", 256, int, 16, 4096, "descriptors", "RX descriptors per input NIC."),
+    Knob("napi_weight", 64, int, 1, 1024, "packets",
+         "NAPI poll weight of the input NICs: packets per dev->poll call; net_rx_action "
+         "looks at its one-jiffy time limit only between calls."),
     Knob("user_task", True, bool, help="A gettimeofday loop runs on every CPU."),
     *cache_knobs("ram_mb", "gc_min_interval", "gc_thresh", "max_size", "netdev_max_backlog",
                  "rcu_maxbatch"),
-    *run_knobs(1.0, 60.0),
+    *run_knobs(1.0, 120.0),
 ]}
 
 SRC_A, SRC_B = 0x0A000001, 0x0B000001   # pktgen boxes behind eth0 and eth2
 
 
-def pktgen_flows(rng: np.random.Generator, *, pps: float, duration: float, flows: int,
-                 flow_len: int, saddr: int, dev: int) -> PacketTrace:
-    """pktgen with ``flows`` concurrent flows of ``flow_len`` packets each.
-
-    Each packet belongs to a random flow; every ``flow_len`` packets a flow
-    moves to a new random destination (so the stream of new destinations is
-    about ``pps / flow_len`` per second).  Arrivals are evenly spaced
-    (pktgen with ipg 0 paces at line rate), jittered slightly.
-    """
-    t = poisson_times(rng, pps, duration)   # count only; spacing replaced below
-    n = t.size
-    t = (np.arange(n) + rng.random(n) * 0.5) / pps
-    t = t[t < duration]
-    n = t.size
-    flow = rng.integers(0, flows, n)
-    order = np.argsort(flow, kind="stable")
-    counts = np.bincount(flow, minlength=flows)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n) - np.repeat(starts, counts)
-    epoch = rank // flow_len
-    # a pseudo-random public destination per (flow, epoch)
-    x = (flow.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-         + epoch.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
-         + np.uint64(rng.integers(0, 2**62)))
-    x ^= x >> np.uint64(29)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(32)
-    d = (np.uint64(0x01000000) + x % np.uint64(0xDE000000)).astype(np.uint32)
-    d = np.where((d >> 24) == 127, d ^ np.uint32(0x80000000), d).astype(np.uint32)
-    return PacketTrace.build(t, iif=dev, saddr=saddr, daddr=d, length=46, proto=17,
-                             kind=KIND["flood"], ttl=64)
-
-
-def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
-    """Router and offered trace for resolved knob values."""
-    rng = np.random.default_rng(seed)
+def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
+    """Router and offered trace (in windows) for resolved knob values."""
     two = values["cpus"] == 2
-    ring = values["rx_ring"]
-    devices = [Device("eth0", "e1000", 0, rx_ring=ring), Device("eth1", "e1000", 0),
-               Device("eth2", "e1000", 1 if two else 0, rx_ring=ring),
+    ring, weight = values["rx_ring"], values["napi_weight"]
+    devices = [Device("eth0", "e1000", 0, rx_ring=ring, napi_weight=weight),
+               Device("eth1", "e1000", 0),
+               Device("eth2", "e1000", 1 if two else 0, rx_ring=ring, napi_weight=weight),
                Device("eth3", "e1000", 1 if two else 0)]
     fib = Fib(routes=[Route("0.0.0.0/0", oif=1, table=100), Route("0.0.0.0/0", oif=3, table=101),
                       Route("10.0.0.0/8", oif=0), Route("11.0.0.0/8", oif=2)],
@@ -102,13 +80,62 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
               local_addrs=["10.255.255.254", "11.255.255.254"])
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
                     ncpus=values["cpus"], user_task=values["user_task"], seed=seed)
-    kw = dict(pps=values["pps_per_port"], duration=values["duration"], flows=values["flows"],
-              flow_len=values["flow_len"])
-    a = pktgen_flows(rng, saddr=SRC_A, dev=0, **kw)
-    b = pktgen_flows(rng, saddr=SRC_B, dev=2, **kw)
-    return router, PacketTrace.concat([a, b])
+    kw = dict(pps=values["pps_per_port"], flows=values["flows"], flow_len=values["flow_len"],
+              order=values["flow_order"])
+    gens = [Pktgen(saddr=SRC_A, dev=0, seed=seed * 2 + 1, **kw),
+            Pktgen(saddr=SRC_B, dev=2, seed=seed * 2 + 2, **kw)]
+    duration = values["duration"]
+    expected = sum(g.count(0.0, duration)[1] for g in gens)
+
+    def make(t0: float, t1: float):
+        from ..core.skbuff import PacketTrace
+
+        return PacketTrace.concat([g.window(t0, t1) for g in gens])
+
+    return router, TraceWindows(make, duration, WINDOW_S, expected)
 
 
-def run(seed: int = 1, **knobs) -> Result:
-    """Run the scenario; see ``KNOBS`` for the parameters."""
-    return run_scenario(NAME, KNOBS, build, knobs, seed, 46)
+def _port_summary(res: Result) -> dict:
+    """The report's figures: netstat -i summed over ports, grace periods, throughput."""
+    from ..procfs import dev_counters
+
+    rows = dev_counters(res)
+    s = {"rx_ok": sum(r["RX-OK"] for r in rows), "rx_drop": sum(r["RX-DRP"] for r in rows),
+         "rx_ovr": sum(r["RX-OVR"] for r in rows), "tx_ok": sum(r["TX-OK"] for r in rows)}
+    fwd = int(np.count_nonzero(res.packets["outcome"][: res.offered] == OUTCOMES["forwarded"]))
+    s["throughput_kpps"] = round(fwd / res.duration / 1e3, 2)
+    gp = res.extra.get("grace_periods_s", np.zeros(0))
+    s["rcu_grace_ms_p50"] = round(float(np.median(gp)) * 1e3, 2) if gp.size else math.nan
+    s["rcu_grace_ms_max"] = round(float(gp.max()) * 1e3, 2) if gp.size else math.nan
+    dst = res.counters.get("dst")
+    rcu = res.counters.get("rcu")
+    if dst is not None:
+        # what /proc showed once the flood stopped and the last grace period ended
+        s["entries_after_flood"] = int(dst["entries"] - (rcu["pending"] if rcu else 0))
+    return s
+
+
+def run(seed: int = 1, progress=None, **knobs) -> Result:
+    """Run the scenario; see ``KNOBS`` for the parameters.
+
+    Parameters
+    ----------
+    seed : int
+        Same knobs + same seed = identical results.
+    progress : callable(float), optional
+        Called with the fraction of the run simulated so far (at most ~100
+        times), e.g. to drive a notebook progress bar.  Not a knob.
+    **knobs
+        Values for ``KNOBS`` (others take their defaults).
+    """
+    values = resolve(KNOBS, knobs)
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise KnobError("seed", seed, "a non-negative integer")
+    router, trace = build(values, int(seed))
+    res = router.run(trace, values["duration"], progress=progress)
+    res.extra["scenario"] = NAME
+    res.extra["knobs"] = fill_derived(values, router)
+    res.extra["seed"] = int(seed)
+    res.extra["rtt_offset_s"] = 2 * (46 + 38) * 8 / router.devices[0].speed
+    res.extra["summary_extra"] = (_port_summary,)
+    return res
