@@ -39,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from routelab.notebook.explorers import EXPLORERS
+from routelab.notebook.explorers import EXPLORERS  # noqa: E402 - after the path insert
 
 TARGET_MEDIAN_S = 0.25
 #: Per-explorer targets where an issue sets another one.
@@ -138,7 +138,8 @@ def main(argv=None) -> int:
                 print(f"    error: {e}")
         print(f"{name:<22} {'(build)':<15} {'':>3} {r['build_s']:>9.3f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"target_median_s": TARGET_MEDIAN_S, "targets": TARGETS, "python": platform.python_version(),
+    doc = {"target_median_s": TARGET_MEDIAN_S, "targets": TARGETS,
+           "python": platform.python_version(),
            "machine": platform.machine(), "cpus": os.cpu_count(),
            "loadavg_before": [round(x, 2) for x in load_before],
            "loadavg_after": [round(x, 2) for x in load_after],

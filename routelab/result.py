@@ -176,10 +176,13 @@ class Result:
             gp = cc.rcu.grace_periods()
             counters["rcu"] = {"mode": cc.rcu.mode, "pending": cc.rcu.pending,
                                "invoked": cc.rcu.invoked, "grace_periods": int(gp.size)}
-            extra = {"grace_periods_s": gp, "gc_log": list(cc.gc_log),
+            ends = (np.asarray(cc.rcu.gp_log)[:, 1] if cc.rcu.gp_log else np.zeros(0))
+            extra = {"grace_periods_s": gp, "grace_period_ends_s": ends,
+                     "gc_log": list(cc.gc_log),
                      "dst_gc_log": list(cc.dst.gc_run_log)}
         else:
-            extra = {"grace_periods_s": np.zeros(0), "gc_log": [], "dst_gc_log": []}
+            extra = {"grace_periods_s": np.zeros(0), "grace_period_ends_s": np.zeros(0),
+                     "gc_log": [], "dst_gc_log": []}
         profile = _profile(run, acc.prof, prof_loop, counters)
         # every echo request offered counts as sent, whatever became of it
         # (dropped requests are losses, not absences)

@@ -24,7 +24,7 @@ def test_rt_cache_stat_one_hex_line_per_cpu(res2):
     lines = text.splitlines()
     assert len(lines) == res2.router.ncpus == 2
     rows = res2.counters["rt_cache_stat"]
-    for line, row in zip(lines, rows):
+    for line, row in zip(lines, rows, strict=True):
         fields = line.split(" ")
         assert len(fields) == 17
         assert all(re.fullmatch(r"[0-9a-f]{8}", f) for f in fields)
@@ -63,7 +63,7 @@ def test_netstat_i(res2):
                                 "TX-ERR", "TX-DRP", "TX-OVR"]
     assert [ln.split()[0] for ln in lines[2:]] == ["eth0", "eth1"]
     rows = procfs.dev_counters(res2)
-    for ln, row in zip(lines[2:], rows):
+    for ln, row in zip(lines[2:], rows, strict=True):
         assert ln.split() == [str(v) for v in row.values()]
     assert sum(r["RX-OK"] for r in rows) == sum(res2.counters["dev"]["rx_packets"])
 

@@ -23,7 +23,7 @@ fails), and ``dst_destroy`` does not chain to child dsts (no xfrm bundles).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["DstEntry", "DstOps", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX",
            "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED"]

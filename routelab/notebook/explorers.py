@@ -43,7 +43,10 @@ def ping_conditions(knobs: dict) -> str:
 
 
 def ping_journey_figure(res: Result, fig: PingJourneyFigure | None = None) -> PingJourneyFigure:
-    """Draw (or redraw) the two-panel ping figure for a :func:`routelab.scenarios.ping.run` result."""
+    """Draw (or redraw) the two-panel ping figure for a ping run's result.
+
+    ``res`` comes from :func:`routelab.scenarios.ping.run`.
+    """
     knobs = res.extra["knobs"]
     fig = fig or PingJourneyFigure(duration=res.duration)
     fig.update(res, _journey_of_ping(knobs), ping_conditions(knobs))
@@ -55,7 +58,7 @@ def ping_readout(res: Result, journey) -> str:
     k = res.extra["knobs"]
     sent, rtt = ping_series(res)
     ok = rtt[np.isfinite(rtt)]
-    cpu = res.summary()["cpu_softirq_pct"]
+    cpu = res.summary()["cpu_busy_pct"]
     if journey.outcome == "forwarded":
         frames = f"{journey.nfrag} frame{'s' if journey.nfrag > 1 else ''}"
         pkt = f"ping {k['ping_size']} B, TTL {k['ping_ttl']}→{k['ping_ttl'] - 1}, {frames}"
@@ -63,7 +66,8 @@ def ping_readout(res: Result, journey) -> str:
         pkt = f"ping {k['ping_size']} B, TTL {k['ping_ttl']}"
     if ok.size:
         loss = 100.0 * (1 - ok.size / max(sent.size, 1))
-        lat = (f"RTT p50 <b>{np.percentile(ok, 50):.2f} ms</b>, p95 {np.percentile(ok, 95):.2f} ms, "
+        lat = (f"RTT p50 <b>{np.percentile(ok, 50):.2f} ms</b>, "
+               f"p95 {np.percentile(ok, 95):.2f} ms, "
                f"loss {loss:.0f} %")
     else:
         why = {"drop_ttl": "TTL expired in ip_forward (ICMP time exceeded)",
@@ -71,7 +75,7 @@ def ping_readout(res: Result, journey) -> str:
                                    "(ICMP fragmentation needed)"}.get(journey.outcome,
                                                                       "every ping lost")
         lat = f"<b>no replies</b>: {html.escape(why)}"
-    return (f"<b>{html.escape(k['cpu'])}</b> | {pkt} | {lat} | router CPU {cpu:.1f} % softirq"
+    return (f"<b>{html.escape(k['cpu'])}</b> | {pkt} | {lat} | router CPU {cpu:.1f} % busy"
             f" | one request: {journey.cpu_seconds * 1e6:.1f} µs CPU")
 
 

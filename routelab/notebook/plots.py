@@ -172,7 +172,7 @@ class BlitRenderer:
             for a in self.dynamic:
                 a.set_visible(False)
             canvas.draw()
-            for a, v in zip(self.dynamic, visible):
+            for a, v in zip(self.dynamic, visible, strict=True):
                 a.set_visible(v)
             if len(self._cache) >= self.max_cached:
                 self._cache.pop(next(iter(self._cache)))
@@ -244,7 +244,7 @@ class PingJourneyFigure:
         self.msg.set_text("" if ok.any() else "no echo replies:\n" + _why_no_reply(journey))
         groups = journey.by_group()
         vmax = nice_ceiling(max(groups.values()) * 1.3)
-        for bar, txt, g in zip(self.bars, self.bar_text, GROUPS):
+        for bar, txt, g in zip(self.bars, self.bar_text, GROUPS, strict=True):
             bar.set_width(groups[g])
             txt.set_position((groups[g] + vmax * 0.015, bar.get_y() + bar.get_height() / 2))
             txt.set_text(f"{groups[g]:.1f}" if groups[g] else "")

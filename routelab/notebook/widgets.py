@@ -70,13 +70,15 @@ def control_for(knob: Knob, *, description: str | None = None, value=None, min=N
         lo = knob.validate(min) if min is not None else knob.min
         hi = knob.validate(max) if max is not None else knob.max
         if lo is None or hi is None:
-            raise KnobError(knob.name, (lo, hi), "a bounded range for a slider (give min= and max=)")
+            raise KnobError(knob.name, (lo, hi),
+                            "a bounded range for a slider (give min= and max=)")
         start = knob.validate(value) if value is not None else knob.default
         if start is None:
             raise KnobError(knob.name, None, "a start value (its default is derived; give value=)")
         if not lo <= start <= hi:
             raise KnobError(knob.name, start, f"a start value inside the slider range [{lo}, {hi}]")
-        st = step if step is not None else (knob.step or (1 if knob.kind is int else (hi - lo) / 100))
+        default_step = 1 if knob.kind is int else (hi - lo) / 100
+        st = step if step is not None else (knob.step or default_step)
         extra = {}
         if knob.kind is float:
             # whole-number steps (pps, bytes) read better without decimals
