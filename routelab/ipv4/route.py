@@ -184,6 +184,7 @@ class RouteCache:
         self.gc_log: list[tuple] = []  # (time, cpu, outcome, buckets, entries_visited, freed)
         self._hash = rt_hash_fold if kernel.hash == "fold" else rt_hash_jhash
         self._score_age = kernel.score == "age"
+        self._c_rt_free = cost["rt_free"]
 
     # -- hashing --------------------------------------------------------------
     def rt_hash(self, daddr, saddr, iif, tos):
@@ -202,7 +203,8 @@ class RouteCache:
         route; low 30 bits = NOT(age) in 2.6, the use count in 2.4.
         """
         if self._score_age:
-            score = ~(int(now * self.hz) - int(e.lastuse * self.hz)) & ((1 << 30) - 1)
+            hz = self.hz
+            score = ~(int(now * hz) - int(e.lastuse * hz)) & ((1 << 30) - 1)
         else:
             score = min(e.use, (1 << 30) - 1)
         if e.valuable:
@@ -238,8 +240,9 @@ class RouteCache:
 
         Kernel: net/ipv4/route.c rt_free / rt_drop.
         """
-        self.hashed -= 1 if e.state == HASHED else 0
-        return self.cost["rt_free"] + self.rcu.call_rcu(cpu, e, now)
+        if e.state == HASHED:
+            self.hashed -= 1
+        return self._c_rt_free + self.rcu.call_rcu(cpu, e, now)
 
     # -- slow path ------------------------------------------------------------
     def ip_route_input_slow(self, now: float, cpu: int, key: int, ik: int, h: int,
@@ -295,13 +298,22 @@ class RouteCache:
         c = self.cost
         chain = self.table[h]
         key, ik = e.key, e.ik
-        cand = None
-        min_score = 1 << 32
+        length = len(chain)
+        kernel = self.kernel
+        intern = kernel.intern
+        long_chain = length > self.gc_elasticity
+        # The kernel scores every unreferenced entry while it looks for the key;
+        # the scores only matter if the chain may be trimmed, which its length
+        # alone decides (nocache never trims: it does not insert), so the model
+        # scores only then.
+        scoring = (intern != "none" and kernel.cache_insert != "nocache"
+                   and (long_chain or (intern == "2.4" and length > 1)))
         score = self.rt_score
-        for r in chain:
+        cand_pos = -1
+        min_score = 1 << 32
+        for pos, r in enumerate(chain):
             if r.key == key and r.ik == ik:
                 # someone raced us (or a nocache profile): reuse the cached one
-                pos = chain.index(r)
                 del chain[pos]
                 chain.insert(0, r)
                 r.lastuse = now
@@ -310,24 +322,19 @@ class RouteCache:
                 e.refcnt -= 1
                 t = c["rt_intern_hash"] + (pos + 1) * c["chain_step"]
                 return r, t + self.rt_free(e, now, cpu)
-            if r.refcnt == 0:
+            if scoring and r.refcnt == 0:
                 s = score(r, now)
                 if s <= min_score:
-                    cand, min_score = r, s
-        t = c["rt_intern_hash"] + len(chain) * c["chain_step"]
-        if self.kernel.cache_insert == "nocache":
+                    cand_pos, min_score = pos, s
+        t = c["rt_intern_hash"] + length * c["chain_step"]
+        if kernel.cache_insert == "nocache":
             # Walter's hack: never insert; the packet keeps its own dst, which
             # is freed at once and so lands on the dst garbage list.
             t += self.rt_free(e, now, cpu)
             return e, t
-        length = len(chain)
-        if cand is not None and self.kernel.intern != "none":
-            trim = length > self.gc_elasticity
-            if self.kernel.intern == "2.4" and length > 1 and not (min_score >> 31) & 1:
-                trim = True
-            if trim:
-                chain.remove(cand)
-                t += self.rt_free(cand, now, cpu)
+        # trim: the lowest-scoring unreferenced entry (the last of equal scores)
+        if cand_pos >= 0 and (long_chain or not (min_score >> 31) & 1):
+            t += self.rt_free(chain.pop(cand_pos), now, cpu)
         chain.insert(0, e)
         e.state = HASHED
         e.bucket = h
