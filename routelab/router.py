@@ -501,6 +501,7 @@ class _Run:
         rr = c["softirq_entry"]
         O_QDISC = O["drop_qdisc"]
         O_MISSED = O["drop_rx_missed"]
+        rnbc = stats["rnbc"]
         slow_total = 0.0
         nb = max(1, int(math.ceil(duration / bin_s)))
         edges = np.arange(nb + 1) * bin_s
@@ -587,7 +588,7 @@ class _Run:
                                     continue
                                 # no free descriptor: the frame waits in the NIC FIFO
                                 # (e1000 RNBC, reported as rx_dropped)
-                                stats["rnbc"][d] += 1
+                                rnbc[d] += 1
                         else:
                             if ql > backlog_max or (ql and throttle[cpu]):
                                 if ql > backlog_max and not throttle[cpu]:
@@ -646,12 +647,13 @@ class _Run:
                         # ---- ip_route_input: walk the hash chain ----
                         key = KEY[j]
                         ik = IK[j]
-                        steps = 0
-                        for x in table[H[j]]:
+                        chain = table[H[j]]
+                        for steps, x in enumerate(chain):
                             if x.key == key and x.ik == ik:
                                 e = x
                                 break
-                            steps += 1
+                        else:
+                            steps = len(chain)
                         if steps:
                             cstat[cpu][S_IN_HLIST_SEARCH] += steps
                             svc += steps * step_c
@@ -664,8 +666,8 @@ class _Run:
                             misses[cpu] += 1
                             flush_tx(start)
                             if j < n0:
-                                rt_, gw_, nr_, ma_ = (int(RTYPE[j]), int(GW[j]), int(NRULES[j]),
-                                                      int(MART[j]))
+                                rt_, gw_, nr_, ma_ = (RTYPE.item(j), GW.item(j), NRULES.item(j),
+                                                      MART.item(j))
                             else:
                                 rt_, gw_, nr_, ma_ = (self._rare_extra[j][kk] for kk in
                                                       ("rtype", "gw", "nrules", "martian"))
@@ -673,8 +675,13 @@ class _Run:
                                               ma_)
                             svc += ts
                             slow_total += ts
-                            nt = next_timer()   # the slow path may have armed dst GC or RCU
-                            ne = nt if nt < rec_next else rec_next
+                            # the slow path may have armed the dst GC timer or queued RCU
+                            # work.  ``nt`` only needs to be a lower bound (_fire_timers
+                            # does nothing before the first deadline), so it is refreshed
+                            # only when one of those could now come first.
+                            if dstops.gc_timer_at < nt or (use_rcu and rcu_tick < nt):
+                                nt = next_timer()
+                                ne = nt if nt < rec_next else rec_next
                             if e is None:
                                 if why == "dst_overflow":
                                     mib["InDiscards"] += 1
