@@ -614,10 +614,10 @@ class _Run:
                         pass_n[cpu] = 1
                         pass_t0[cpu] = start
                         restarts[cpu] = 0
-                        svc = rr
+                        svc = rr + COST[j]
                     else:
                         start = b
-                        svc = 0.0
+                        svc = COST[j]
                         pn = pass_n[cpu] + 1
                         if pn > budget or (start - pass_t0[cpu] >= jiffy
                                            and (pn - 1) % weight[d] == 0):
@@ -631,7 +631,7 @@ class _Run:
                                 cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
                                 in_ksoftirqd, ksoftirqd_wakeups, user, user_left, ks_left,
                                 acct_t0, ctxsw, hz, prof_loop, sched)
-                            svc = rr + w
+                            svc = rr + w + COST[j]
                             if w:
                                 nt = next_timer()
                                 ne = nt if nt < rec_next else rec_next
@@ -641,14 +641,13 @@ class _Run:
                     q.append(start)
                     t_start[j] = start
                     cls = CLS[j]
-                    svc += COST[j]
                     e = None
                     if has_cache and cls != C_HDR:
                         # ---- ip_route_input: walk the hash chain ----
                         key = KEY[j]
                         ik = IK[j]
                         chain = table[H[j]]
-                        for steps, x in enumerate(chain):
+                        for steps, x in enumerate(chain):  # noqa: B007 (read after)
                             if x.key == key and x.ik == ik:
                                 e = x
                                 break

@@ -384,28 +384,28 @@ class RouteCache:
         k = self.rover
         visited_b = visited_e = freed = 0
         may_expire = self.rt_may_expire
-        for _ in range(buckets):
+        rt_free = self.rt_free
+        for visited_b in range(1, buckets + 1):  # noqa: B007 (read after)
             k = (k + 1) & mask
-            visited_b += 1
             chain = table[k]
             if chain:
                 tmo = expire
                 keep = []
                 last = chain[-1]
                 for r in chain:
-                    visited_e += 1
-                    may = may_expire(r, tmo, expire, now_j, r is not last)
-                    if may:
-                        t += self.rt_free(r, now, cpu)
-                        freed += 1
-                        goal -= 1
+                    if may_expire(r, tmo, expire, now_j, r is not last):
+                        t += rt_free(r, now, cpu)
                     else:
                         tmo >>= 1
                         keep.append(r)
-                if len(keep) != len(chain):
+                n = len(chain)
+                visited_e += n
+                if len(keep) != n:
+                    freed += n - len(keep)
+                    goal -= n - len(keep)
                     table[k] = keep
-            if goal <= 0:
-                break
+                    if goal <= 0:       # (goal only moves here: it starts > 0)
+                        break
         self.rover = k
         t += visited_b * c["gc_bucket"] + visited_e * c["gc_entry"]
         if goal <= 0:
