@@ -646,13 +646,12 @@ class _Run:
                         # ---- ip_route_input: walk the hash chain ----
                         key = KEY[j]
                         ik = IK[j]
-                        chain = table[H[j]]
-                        for steps, x in enumerate(chain):  # noqa: B007 (read after)
+                        steps = 0
+                        for x in table[H[j]]:
                             if x.key == key and x.ik == ik:
                                 e = x
                                 break
-                        else:
-                            steps = len(chain)
+                            steps += 1
                         if steps:
                             cstat[cpu][S_IN_HLIST_SEARCH] += steps
                             svc += steps * step_c

@@ -309,11 +309,12 @@ class RouteCache:
         scoring = (intern != "none" and kernel.cache_insert != "nocache"
                    and (long_chain or (intern == "2.4" and length > 1)))
         score = self.rt_score
-        cand_pos = -1
+        cand = None
         min_score = 1 << 32
-        for pos, r in enumerate(chain):
+        for r in chain:
             if r.key == key and r.ik == ik:
                 # someone raced us (or a nocache profile): reuse the cached one
+                pos = chain.index(r)
                 del chain[pos]
                 chain.insert(0, r)
                 r.lastuse = now
@@ -325,7 +326,7 @@ class RouteCache:
             if scoring and r.refcnt == 0:
                 s = score(r, now)
                 if s <= min_score:
-                    cand_pos, min_score = pos, s
+                    cand, min_score = r, s
         t = c["rt_intern_hash"] + length * c["chain_step"]
         if kernel.cache_insert == "nocache":
             # Walter's hack: never insert; the packet keeps its own dst, which
@@ -333,8 +334,9 @@ class RouteCache:
             t += self.rt_free(e, now, cpu)
             return e, t
         # trim: the lowest-scoring unreferenced entry (the last of equal scores)
-        if cand_pos >= 0 and (long_chain or not (min_score >> 31) & 1):
-            t += self.rt_free(chain.pop(cand_pos), now, cpu)
+        if cand is not None and (long_chain or not (min_score >> 31) & 1):
+            chain.remove(cand)
+            t += self.rt_free(cand, now, cpu)
         chain.insert(0, e)
         e.state = HASHED
         e.bucket = h
