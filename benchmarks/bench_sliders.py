@@ -13,8 +13,8 @@ Usage::
 
 Prints a table (median and p95 seconds per control) and writes
 ``benchmarks/results/sliders.json``.  Targets (median per control): 0.25 s for
-notebook 00's explorer; 0.5 s for notebook 01's (issue 4, at default settings);
-0.25 s for notebook 02's RCU primer.
+notebook 00's explorer and notebook 02's RCU primer; 0.5 s for notebook 01's
+explorer (issue 4) and notebook 02's flood explorer (issue 5).
 
 Two clocks are reported: wall time (what a student waits) and the process's
 CPU time for the same update.  On an idle machine they agree; on a shared,
@@ -43,7 +43,7 @@ from routelab.notebook.explorers import EXPLORERS  # noqa: E402 - after the path
 
 TARGET_MEDIAN_S = 0.25
 #: Per-explorer targets where an issue sets another one.
-TARGETS = {"01-worm-cache-thrash": 0.5}
+TARGETS = {"01-worm-cache-thrash": 0.5, "02-rcu-softirq-latency": 0.5}
 
 
 def target_of(name: str) -> float:
@@ -62,7 +62,11 @@ SWEEPS = {
     "scan_pps": [1000.0, 3000.0, 8000.0, 6000.0],
     "gc_thresh": [256, 1024, 8192, 2048],
     "max_size": [512, 4096, 65536, 32768],
-    "gc_min_interval": [0.0, 1.0, 5.0, 0.5],
+    "gc_min_interval": [0.0, 1.0, 2.0, 0.5],
+    # notebook 02's flood explorer
+    "pps_per_port": [100_000.0, 200_000.0, 400_000.0, 283_000.0],
+    "flows": [1024, 65_536, 32_768],
+    "flow_len": [4, 20, 10],
 }
 
 

@@ -56,7 +56,7 @@ trap cleanup EXIT
 # --- stage: unit/browser/binder tests -----------------------------------------
 # The binder-environment test mostly waits on pip, so it runs in the background
 # (its own pytest process, output shown afterwards) while the rest of tests/ runs.
-BINDER_TEST="tests/test_binder_env.py::test_binder_requirements_alone_run_every_notebook"
+BINDER_TEST="tests/test_binder_env.py::test_binder_requirements_alone_run_the_notebooks"
 deselect=()
 if [[ -f tests/test_binder_env.py ]]; then
     say "stage 1/2 (background): python -m pytest $BINDER_TEST"

@@ -70,7 +70,7 @@ CHROMIUM_ARGS = [
 ]
 
 SERVER_START_TIMEOUT = 120  # s; first start compiles nothing but imports a lot
-RUN_ALL_TIMEOUT = float(os.environ.get("ROUTELAB_BROWSER_RUN_TIMEOUT", "300"))  # s per notebook
+RUN_ALL_TIMEOUT = float(os.environ.get("ROUTELAB_BROWSER_RUN_TIMEOUT", "600"))  # s per notebook
 CHANGE_TIMEOUT = float(os.environ.get("ROUTELAB_BROWSER_CHANGE_TIMEOUT", "20"))  # s per control
 WIDGET_RENDER_TIMEOUT = 60  # s
 VIEWPORT = {"width": 1400, "height": 1600}

@@ -1,0 +1,353 @@
+"""Notebook 02 (RCU grace periods under a softirq flood): report, tables, figures, explorer.
+
+The reported figures (:data:`REPORT`) are Robert Olsson's, from the
+linux-kernel thread "route cache DoS testing and softirqs" (March-April 2004,
+with Dipankar Sarma), as summarised in the project brief (stories.md s2,
+kernel.md s4).  The model's figures come from
+:func:`routelab.scenarios.rcu.run`.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from ..result import Result
+from ..scenarios import rcu
+from .plots import OKABE_ITO, BlitRenderer, new_figure, nice_ceiling
+from .widgets import Explorer, control_for
+
+__all__ = [
+    "REPORT",
+    "REPORT_S",
+    "VARIANTS",
+    "RcuFigure",
+    "compare_variants",
+    "grace_period_figure",
+    "model_vs_report",
+    "pending_figure",
+    "reported_netstat_i",
+    "reported_rt_cache_stat",
+    "rcu_explorer",
+    "rcu_readout",
+    "run_with_progress",
+    "variants_table",
+]
+
+#: Olsson's unpatched 2.6.0 run (per input port / output port / CPU), rounded as reported.
+REPORT = {
+    "rx_ok": 5.4e6, "rx_drp": 8.8e6, "rx_ovr": 4.6e6, "tx_ok": 5.4e6,   # per port
+    "entries": 13_500, "in_hit": 4.6e6, "in_slow_tot": 0.82e6, "gc_total": 0.78e6,
+    "gc_goal_miss": 1_970, "gc_dst_overflow": 1_970, "in_hlist_search": 8.5e6,  # per CPU
+    "user_max_delay_s": 7.5, "grace_ms_max": 300.0,
+}
+
+#: Length of Olsson's run: 10 M packets per port from pktgen at 283 kpps
+#: (RX-OK + RX-OVR = 10.0 M; see docs/calibration-story2.md).
+REPORT_S = 35.3
+
+#: The kernels compared in the notebook, with a short label each.
+VARIANTS = {
+    "2.6.0": "vanilla 2.6.0",
+    "2.6.0-rcu-iter": "earlier rcu-softirq patch",
+    "2.6.0-rcu-bh": "call_rcu_bh patch",
+    "2.4.24": "2.4.24 (no RCU)",
+}
+
+_COLORS = {"2.6.0": OKABE_ITO["vermillion"], "2.6.0-rcu-iter": OKABE_ITO["orange"],
+           "2.6.0-rcu-bh": OKABE_ITO["blue"], "2.4.24": OKABE_ITO["bluish_green"]}
+_STYLES = {"2.6.0": "-", "2.6.0-rcu-iter": "--", "2.6.0-rcu-bh": "-.", "2.4.24": ":"}
+
+
+# -- the report in the kernel's own formats -------------------------------------------------
+
+def _hex(x) -> str:
+    return "????????" if x is None else f"{int(round(x)):08x}"
+
+
+def reported_rt_cache_stat() -> str:
+    """Olsson's rt_cache_stat rows, rebuilt in the kernel's format from the rounded figures.
+
+    Fields the report does not give are ``????????``; ``in_slow_mc`` and the
+    output-path fields were certainly zero (no multicast, no locally
+    generated traffic) and are shown as such.
+    """
+    r = REPORT
+    fields = [r["entries"], r["in_hit"], r["in_slow_tot"], 0, None, None, None, None,
+              0, 0, 0, r["gc_total"], None, r["gc_goal_miss"], r["gc_dst_overflow"],
+              r["in_hlist_search"], 0]
+    row = " ".join(_hex(x) for x in fields)
+    return f"{row}\n{row}"
+
+
+def reported_netstat_i() -> str:
+    """Olsson's per-interface counters in ``netstat -i`` layout (unknown fields as ``?``)."""
+    r = REPORT
+    m = lambda x: f"{x / 1e6:.1f}M"  # noqa: E731 - a local formatter
+    head = "Iface   MTU   RX-OK RX-ERR RX-DRP RX-OVR   TX-OK TX-ERR TX-DRP TX-OVR"
+    rows = [head]
+    for name, rx in (("eth0", True), ("eth1", False), ("eth2", True), ("eth3", False)):
+        if rx:
+            rows.append(f"{name:<5} 1500 {m(r['rx_ok']):>7} {'?':>6} {m(r['rx_drp']):>6} "
+                        f"{m(r['rx_ovr']):>6} {'?':>7} {'?':>6} {'?':>6} {'?':>6}")
+        else:
+            rows.append(f"{name:<5} 1500 {'?':>7} {'?':>6} {'?':>6} {'?':>6} "
+                        f"{m(r['tx_ok']):>7} {'?':>6} {'?':>6} {'?':>6}")
+    return "\n".join(rows)
+
+
+def model_vs_report(res: Result) -> str:
+    """The calibration figures side by side: per port and per CPU, model vs report."""
+    s = res.summary()
+    ncpu = max(1, res.router.ncpus)
+    ports = 2
+    scale = REPORT_S / res.duration
+    rows = [
+        ("RX-OK per input port", s["rx_ok"] / ports, REPORT["rx_ok"]),
+        ("RX-DRP per input port", s["rx_drop"] / ports, REPORT["rx_drp"]),
+        ("RX-OVR per input port", s["rx_ovr"] / ports, REPORT["rx_ovr"]),
+        ("TX-OK per output port", s["tx_ok"] / ports, REPORT["tx_ok"]),
+        ("entries (after the flood)", s.get("entries_after_flood", s["entries_end"]),
+         REPORT["entries"]),
+        ("in_hit per CPU", s["in_hit"] / ncpu, REPORT["in_hit"]),
+        ("in_slow_tot per CPU", s["in_slow_tot"] / ncpu, REPORT["in_slow_tot"]),
+        ("gc_total per CPU", s["gc_total"] / ncpu, REPORT["gc_total"]),
+        ("gc_goal_miss per CPU", s["gc_goal_miss"] / ncpu, REPORT["gc_goal_miss"]),
+        ("gc_dst_overflow per CPU", s["gc_dst_overflow"] / ncpu, REPORT["gc_dst_overflow"]),
+        ("in_hlist_search per CPU", s["in_hlist_search"] / ncpu, REPORT["in_hlist_search"]),
+        ("worst gettimeofday delay [s]", s["user_max_delay_s"], REPORT["user_max_delay_s"]),
+        ("longest grace period [ms]", s["rcu_grace_ms_max"], REPORT["grace_ms_max"]),
+    ]
+    w = max(len(r[0]) for r in rows)
+    out = [f"{'counter':<{w}} {'model':>12} {'reported':>12} {'model/report':>13}",
+           "-" * (w + 40)]
+    for name, model, rep in rows:
+        ratio = f"{model / rep:.2f}" if rep else "-"
+        out.append(f"{name:<{w}} {model:>12,.0f} {rep:>12,.0f} {ratio:>13}"
+                   if model >= 100 or rep >= 100 else
+                   f"{name:<{w}} {model:>12.2f} {rep:>12.2f} {ratio:>13}")
+    if abs(scale - 1.0) > 0.05:
+        out.append(f"(the model ran {res.duration:g} s; the report covers about {REPORT_S:g} s)")
+    return "\n".join(out)
+
+
+# -- comparing the RCU variants -----------------------------------------------------------
+
+def compare_variants(kernels=tuple(VARIANTS), *, duration: float = 10.0, seed: int = 1,
+                     progress=None, **knobs) -> dict[str, Result]:
+    """Run the rcu scenario once per kernel; returns ``{kernel: Result}``."""
+    out = {}
+    n = len(kernels)
+    for i, k in enumerate(kernels):
+        cb = None
+        if progress is not None:
+            def cb(f, i=i):
+                progress((i + f) / n)
+        out[k] = rcu.run(seed=seed, kernel=k, duration=duration, progress=cb, **knobs)
+    return out
+
+
+def variants_table(results: dict[str, Result]) -> str:
+    """Overflows, throughput, grace periods, pending entries and user delay per kernel."""
+    head = (f"{'kernel':<16} {'overflows':>10} {'throughput':>11} {'GP p50':>8} {'GP max':>8} "
+            f"{'pending max':>12} {'user delay':>11}")
+    out = [head, "-" * len(head)]
+    for k, res in results.items():
+        s = res.summary()
+        p50 = s["rcu_grace_ms_p50"]
+        mx = s["rcu_grace_ms_max"]
+        gp = (f"{p50:>6.1f}ms {mx:>6.1f}ms" if np.isfinite(p50) else f"{'-':>8} {'-':>8}")
+        out.append(f"{k:<16} {s['gc_dst_overflow']:>10,} {s['throughput_kpps']:>7.0f} kpps "
+                   f"{gp} {s['rcu_pending_max']:>12,} {s['user_max_delay_s'] * 1e3:>8.0f} ms")
+    out.append("(overflows = dst cache overflows, all CPUs; throughput = packets forwarded per "
+               "second, both ports; GP = RCU grace period)")
+    return "\n".join(out)
+
+
+def grace_period_figure(results: dict[str, Result]):
+    """Distribution of grace-period lengths per kernel; returns ``(fig, alt)``."""
+    fig, ax = new_figure(1, 1, size=(7.0, 3.2))
+    parts = []
+    for k, res in results.items():
+        gp = np.sort(np.asarray(res.extra.get("grace_periods_s", []))) * 1e3
+        if gp.size == 0:
+            parts.append(f"{VARIANTS.get(k, k)}: no grace periods")
+            continue
+        y = np.arange(1, gp.size + 1) / gp.size
+        ax.step(gp, y, where="post", color=_COLORS.get(k), linestyle=_STYLES.get(k, "-"),
+                label=f"{VARIANTS.get(k, k)} ({gp.size:,} GPs)")
+        parts.append(f"{VARIANTS.get(k, k)}: median {np.median(gp):.1f} ms, "
+                     f"longest {gp.max():.0f} ms")
+    ax.set_xscale("log")
+    ax.set_xlabel("grace-period length [ms] (log scale)")
+    ax.set_ylabel("fraction of grace periods\nthis short or shorter")
+    ax.set_title("How long RCU grace periods last under the flood")
+    ax.set_ylim(0, 1.02)
+    ax.legend(loc="lower right", fontsize=8)
+    alt = ("Cumulative distribution of RCU grace-period lengths, one line per kernel. "
+           + "; ".join(parts) + ".")
+    return fig, alt
+
+
+def pending_figure(results: dict[str, Result]):
+    """Entries waiting for RCU over time per kernel, with max_size; returns ``(fig, alt)``."""
+    fig, ax = new_figure(1, 1, size=(7.0, 3.2))
+    parts = []
+    ms = None
+    for k, res in results.items():
+        t, p = res.cache["t"], res.cache["rcu_pending"]
+        ax.plot(t, p, color=_COLORS.get(k), linestyle=_STYLES.get(k, "-"),
+                label=VARIANTS.get(k, k))
+        ms = res.counters.get("dst", {}).get("max_size", ms)
+        parts.append(f"{VARIANTS.get(k, k)} peaks at {int(p.max()) if p.size else 0:,}")
+    if ms:
+        ax.axhline(ms, color=OKABE_ITO["black"], linewidth=0.8, linestyle="-",
+                   label=f"max_size ({ms:,})")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("entries waiting for RCU")
+    ax.set_title("Freed route-cache entries still waiting for their grace period")
+    ax.legend(loc="upper left", fontsize=8, ncols=2)
+    ax.set_ylim(0, nice_ceiling(max(ms or 1, 1) * 1.15))
+    alt = ("Entries waiting for an RCU grace period over time, one line per kernel; "
+           + "; ".join(parts) + (f"; max_size is {ms:,}." if ms else "."))
+    return fig, alt
+
+
+# -- the explorer ---------------------------------------------------------------------------
+
+class RcuFigure:
+    """Two panels: dst entries and RCU-pending entries over time; grace periods as they end."""
+
+    def __init__(self, duration: float = 2.0, size: tuple[float, float] = (8.6, 4.6)) -> None:
+        fig, (a, b) = new_figure(2, 1, size=size, layout=None,
+                                 gridspec_kw=dict(left=0.10, right=0.76, bottom=0.11, top=0.84,
+                                                  hspace=0.5))
+        self.fig, self.ax_e, self.ax_g = fig, a, b
+        a.set_title("dst entries (counted against max_size)")
+        a.set_ylabel("entries")
+        (self.entries,) = a.plot([], [], color=OKABE_ITO["orange"], linewidth=1.4,
+                                 label="dst entries")
+        (self.pending,) = a.plot([], [], color=OKABE_ITO["sky_blue"], linewidth=1.2,
+                                 linestyle="-.", label="waiting for RCU")
+        (self.hashed,) = a.plot([], [], color=OKABE_ITO["bluish_green"], linewidth=1.0,
+                                linestyle="--", label="in the hash")
+        self.maxsize = a.axhline(0, color=OKABE_ITO["black"], linewidth=1.0,
+                                 linestyle=(0, (6, 2)), label="max_size")
+        a.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        a.set_xlabel("time [s]")
+        b.set_title("RCU grace periods (each dot: one grace period, at its end)")
+        b.set_ylabel("length [ms]")
+        b.set_xlabel("time [s]")
+        (self.gps,) = b.plot([], [], "o", color=OKABE_ITO["blue"], markersize=2.5,
+                             linestyle="none", label="grace period")
+        b.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        for ax in (a, b):
+            ax.set_xlim(0, duration)
+        self.title = fig.suptitle(" ")
+        self._alt = ""
+        self._blit = BlitRenderer(fig, [self.entries, self.pending, self.hashed, self.maxsize,
+                                        self.gps, self.title])
+
+    def update(self, res: Result) -> None:
+        t = res.cache["t"]
+        self.entries.set_data(t, res.cache["entries"])
+        self.pending.set_data(t, res.cache["rcu_pending"])
+        self.hashed.set_data(t, res.cache["hashed"])
+        ms = res.counters.get("dst", {}).get("max_size", 0)
+        self.maxsize.set_ydata([ms, ms])
+        top = max(float(res.cache["entries"].max()) if t.size else 1.0, ms)
+        self.ax_e.set_ylim(0, nice_ceiling(top * 1.1))
+        ends = np.asarray(res.extra.get("grace_period_ends_s", []))
+        gp = np.asarray(res.extra.get("grace_periods_s", [])) * 1e3
+        if ends.size != gp.size:
+            ends = np.full(gp.size, np.nan)
+        self.gps.set_data(ends, gp)
+        self.ax_g.set_ylim(0, nice_ceiling(float(gp.max()) * 1.2 if gp.size else 10.0))
+        for ax in (self.ax_e, self.ax_g):
+            ax.set_xlim(0, res.duration)
+        k = res.extra["knobs"]
+        self.title.set_text(f"{k['kernel']}: {k['pps_per_port']:,.0f} pps per port, "
+                            f"{k['flows']:,} flows x {k['flow_len']} packets, "
+                            f"gc_min_interval {k['gc_min_interval']:g} s")
+        s = res.summary()
+        self._alt = (f"{self.title.get_text()}. Top: dst entries peak at "
+                     f"{s['route_cache_entries_max']:,} (max_size {ms:,}); up to "
+                     f"{s['rcu_pending_max']:,} wait for RCU. Bottom: {gp.size:,} grace periods, "
+                     + (f"median {np.median(gp):.1f} ms, longest {gp.max():.0f} ms."
+                        if gp.size else "none ended."))
+
+    def render_png(self, dpi: int = 64) -> bytes:
+        self._blit.dpi = dpi
+        key = (self.ax_e.get_ylim(), self.ax_g.get_ylim(), self.ax_e.get_xlim())
+        return self._blit.render(key)
+
+    @property
+    def alt(self) -> str:
+        return self._alt
+
+
+def rcu_readout(res: Result) -> str:
+    """The explorer's one-line readout (HTML)."""
+    s = res.summary()
+    k = res.extra["knobs"]
+    gp = (f"GP p50 {s['rcu_grace_ms_p50']:.0f} ms, max {s['rcu_grace_ms_max']:.0f} ms"
+          if np.isfinite(s["rcu_grace_ms_p50"]) else "no grace period ended")
+    return (f"<b>{html.escape(k['kernel'])}</b> | forwarded <b>{s['throughput_kpps']:.0f} kpps"
+            f"</b> | dst overflows <b>{s['gc_dst_overflow']:,}</b> | {gp} | pending max "
+            f"{s['rcu_pending_max']:,} | user task starved up to "
+            f"<b>{s['user_max_delay_s'] * 1e3:.0f} ms</b>")
+
+
+def rcu_explorer(*, duration: float = 0.25, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+    """Notebook 02's explorer: the flood with its main knobs, re-simulated per move.
+
+    Controls: offered rate per port, flows, flow length, ``gc_min_interval``,
+    kernel (RCU variant).  ``duration`` simulated seconds per move.
+    """
+    K = rcu.KNOBS
+    controls = [
+        control_for(K["pps_per_port"], description="offered per port", min=10_000.0,
+                    max=600_000.0, step=10_000.0, value=start.get("pps_per_port")),
+        control_for(K["flows"], description="flows", min=1, max=131_072, step=1024,
+                    value=start.get("flows")),
+        control_for(K["flow_len"], description="flow length", min=1, max=100,
+                    value=start.get("flow_len")),
+        control_for(K["gc_min_interval"], description="gc_min_interval", min=0.0, max=2.0,
+                    step=0.1, value=start.get("gc_min_interval", 0.5)),
+        control_for(K["kernel"], description="kernel / RCU",
+                    options=[(v, k) for k, v in VARIANTS.items()], value=start.get("kernel")),
+    ]
+    fig = RcuFigure(duration=duration)
+
+    def update(**values) -> tuple[str, str]:
+        res = rcu.run(seed=seed, duration=duration, **values)
+        fig.update(res)
+        return rcu_readout(res), fig.alt
+
+    return Explorer(controls, update, fig.fig, dpi=dpi, render=lambda: fig.render_png(dpi),
+                    title="Explorer: a route-cache DoS against RCU")
+
+
+def run_with_progress(description: str = "simulating", **knobs) -> Result:
+    """:func:`routelab.scenarios.rcu.run` with a progress bar shown in the notebook.
+
+    Mark the calling cell ``# NBVAL_IGNORE_OUTPUT`` (the bar is a widget)
+    and print the numbers in the next cell.
+    """
+    import ipywidgets as W
+    from IPython.display import display
+
+    bar = W.FloatProgress(value=0.0, min=0.0, max=1.0, description=description,
+                          bar_style="info", layout=W.Layout(width="420px"))
+    label = W.HTML("")
+    display(W.HBox([bar, label]))
+
+    def progress(f: float) -> None:
+        bar.value = min(max(float(f), 0.0), 1.0)
+        label.value = f"{100 * bar.value:.0f} %"
+
+    res = rcu.run(progress=progress, **knobs)
+    bar.value, bar.bar_style = 1.0, "success"
+    label.value = "done"
+    return res
