@@ -256,14 +256,16 @@ class RcuFigure:
         self.hashed.set_data(t, res.cache["hashed"])
         ms = res.counters.get("dst", {}).get("max_size", 0)
         self.maxsize.set_ydata([ms, ms])
+        # stable limits (max_size sets the scale), so the explorer's cached
+        # background can be reused from one slider move to the next
         top = max(float(res.cache["entries"].max()) if t.size else 1.0, ms)
-        self.ax_e.set_ylim(0, nice_ceiling(top * 1.1))
+        self.ax_e.set_ylim(0, nice_ceiling(top * 1.15))
         ends = np.asarray(res.extra.get("grace_period_ends_s", []))
         gp = np.asarray(res.extra.get("grace_periods_s", [])) * 1e3
         if ends.size != gp.size:
             ends = np.full(gp.size, np.nan)
         self.gps.set_data(ends, gp)
-        self.ax_g.set_ylim(0, nice_ceiling(float(gp.max()) * 1.2 if gp.size else 10.0))
+        self.ax_g.set_ylim(0, max(200.0, nice_ceiling(float(gp.max()) * 1.1 if gp.size else 1.0)))
         for ax in (self.ax_e, self.ax_g):
             ax.set_xlim(0, res.duration)
         k = res.extra["knobs"]
@@ -299,11 +301,14 @@ def rcu_readout(res: Result) -> str:
             f"<b>{s['user_max_delay_s'] * 1e3:.0f} ms</b>")
 
 
-def rcu_explorer(*, duration: float = 0.25, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+def rcu_explorer(*, duration: float = 0.2, seed: int = 1, dpi: int = 64, **start) -> Explorer:
     """Notebook 02's explorer: the flood with its main knobs, re-simulated per move.
 
     Controls: offered rate per port, flows, flow length, ``gc_min_interval``,
-    kernel (RCU variant).  ``duration`` simulated seconds per move.
+    kernel (RCU variant), and the simulated window.  The default window,
+    ``duration`` = 0.2 s, keeps a move near half a second on a Binder-class
+    CPU (``benchmarks/bench_sliders.py``) but shows mostly the cache filling
+    up; a 1-2 s window shows the steady state at a few seconds per move.
     """
     K = rcu.KNOBS
     controls = [
@@ -317,11 +322,13 @@ def rcu_explorer(*, duration: float = 0.25, seed: int = 1, dpi: int = 64, **star
                     step=0.1, value=start.get("gc_min_interval", 0.5)),
         control_for(K["kernel"], description="kernel / RCU",
                     options=[(v, k) for k, v in VARIANTS.items()], value=start.get("kernel")),
+        control_for(K["duration"], description="window", min=0.1, max=2.0, step=0.1,
+                    value=duration),
     ]
     fig = RcuFigure(duration=duration)
 
     def update(**values) -> tuple[str, str]:
-        res = rcu.run(seed=seed, duration=duration, **values)
+        res = rcu.run(seed=seed, **values)
         fig.update(res)
         return rcu_readout(res), fig.alt
 
