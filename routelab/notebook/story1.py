@@ -222,11 +222,13 @@ def worm_readout(res: Result) -> str:
                 f"p95 {s['ping_rtt_ms_p95']:.1f} ms, loss {s['ping_loss_pct']:.0f} %")
     else:
         ping = "<b>no ping replies</b>"
-    return (f"<b>{html.escape(k['cpu'])}</b>, {html.escape(k['kernel'])} | {ping} | CPU "
+    return (f"<b>{html.escape(k['cpu'])}</b>, {html.escape(k['kernel'])}, "
+            f"{k['worm_hosts']} x {k['scan_pps']:,.0f} probes/s | {ping} | CPU "
             f"<b>{s['cpu_busy_pct']:.0f} %</b> busy ({s['cpu_softirq_pct']:.0f} % softirq) | "
-            f"entries max {s['route_cache_entries_max']:,} | GC {s['gc_total']:,} calls, "
-            f"{s['gc_ignored']:,} skipped | overflows {s['gc_dst_overflow']:,} | "
-            f"garbage max {s['dst_garbage_max']:,}")
+            f"entries max {s['route_cache_entries_max']:,} (gc_thresh {k['gc_thresh']:,}, "
+            f"max_size {k['max_size']:,}) | GC {s['gc_total']:,} calls, "
+            f"{s['gc_ignored']:,} skipped (gc_min_interval {k['gc_min_interval']:g} s) | "
+            f"overflows {s['gc_dst_overflow']:,} | garbage max {s['dst_garbage_max']:,}")
 
 
 def worm_explorer(*, duration: float = 2.0, seed: int = 1, dpi: int = 64, **start) -> Explorer:

@@ -295,7 +295,9 @@ def rcu_readout(res: Result) -> str:
     k = res.extra["knobs"]
     gp = (f"GP p50 {s['rcu_grace_ms_p50']:.0f} ms, max {s['rcu_grace_ms_max']:.0f} ms"
           if np.isfinite(s["rcu_grace_ms_p50"]) else "no grace period ended")
-    return (f"<b>{html.escape(k['kernel'])}</b> | forwarded <b>{s['throughput_kpps']:.0f} kpps"
+    return (f"<b>{html.escape(k['kernel'])}</b>, {k['pps_per_port']:,.0f} pps/port, "
+            f"{k['flows']:,} flows x {k['flow_len']}, gc_min_interval {k['gc_min_interval']:g} s, "
+            f"{res.duration:g} s | forwarded <b>{s['throughput_kpps']:.0f} kpps"
             f"</b> | dst overflows <b>{s['gc_dst_overflow']:,}</b> | {gp} | pending max "
             f"{s['rcu_pending_max']:,} | user task starved up to "
             f"<b>{s['user_max_delay_s'] * 1e3:.0f} ms</b>")
