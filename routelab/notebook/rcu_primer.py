@@ -667,7 +667,10 @@ def rcu_primer_explorer(*, steps: int = 200, seed: int = 0, dpi: int = 80,
 
 
 def _readout(tl: RcuTimeline, t: int) -> str:
-    text = html.escape(tl.status(t))
+    # the settings first, so every control move changes the line (also at t = removal)
+    head = f"{RULES[tl.rule][0]}, softirq load {tl.load:g} %, {tl.ncpus} CPU" + \
+        ("s" if tl.ncpus != 1 else "") + " · "
+    text = html.escape(head + tl.status(t))
     text = text.replace("not yet freed", "<b>not yet freed</b>")
     text = text.replace("grace period not over", "<b>grace period not over</b>")
     return text.replace("A freed", "<b>A freed</b>")
