@@ -142,8 +142,10 @@ class WormFigure:
         gt, ms = d.get("gc_thresh", 0), d.get("max_size", 0)
         self.thresh.set_ydata([gt, gt])
         self.maxsize.set_ydata([ms, ms])
+        gmi = res.extra.get("knobs", {}).get("gc_min_interval")
         self.limits.set_text(f"gc_thresh {gt:,} · max_size {ms:,} · "
-                             f"{d.get('buckets', 0):,} buckets")
+                             + (f"gc_min_interval {gmi:g} s · " if gmi is not None else "")
+                             + f"{d.get('buckets', 0):,} buckets")
         peak = max([1.0, *(float(x.max()) for x in (ent, gar) if x.size)])
         # show max_size when it is within reach; otherwise the text gives its value
         self.ax_c.set_ylim(0, nice_ceiling(max(peak, gt) * 1.3 if ms > 4 * max(peak, gt)
