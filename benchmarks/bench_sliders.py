@@ -67,7 +67,7 @@ SWEEPS = {
     "pps_per_port": [100_000.0, 200_000.0, 400_000.0, 283_000.0],
     "flows": [1024, 65_536, 32_768],
     "flow_len": [4, 20, 10],
-    "duration": [0.3, 0.2],        # the flood explorer's window (s): a short stretch only
+    "duration": [0.25, 0.15],      # the flood explorer's window (s): a short stretch only
 }
 
 

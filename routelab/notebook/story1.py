@@ -233,7 +233,7 @@ def worm_readout(res: Result) -> str:
             f"overflows {s['gc_dst_overflow']:,} | garbage max {s['dst_garbage_max']:,}")
 
 
-def worm_explorer(*, duration: float = 2.0, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+def worm_explorer(*, duration: float = 1.5, seed: int = 1, dpi: int = 64, **start) -> Explorer:
     """Notebook 01's explorer: the worm scenario with its main knobs.
 
     Controls: worm hosts, scan rate, CPU, kernel, ``gc_thresh``,

@@ -303,14 +303,15 @@ def rcu_readout(res: Result) -> str:
             f"<b>{s['user_max_delay_s'] * 1e3:.0f} ms</b>")
 
 
-def rcu_explorer(*, duration: float = 0.2, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+def rcu_explorer(*, duration: float = 0.15, seed: int = 1, dpi: int = 64, **start) -> Explorer:
     """Notebook 02's explorer: the flood with its main knobs, re-simulated per move.
 
     Controls: offered rate per port, flows, flow length, ``gc_min_interval``,
     kernel (RCU variant), and the simulated window.  The default window,
-    ``duration`` = 0.2 s, keeps a move near half a second on a Binder-class
-    CPU (``benchmarks/bench_sliders.py``) but shows mostly the cache filling
-    up; a 1-2 s window shows the steady state at a few seconds per move.
+    ``duration`` = 0.15 s, keeps a move under about half a second on a
+    Binder-class CPU (``benchmarks/bench_sliders.py``) but shows mostly the
+    cache filling up; a 1-2 s window shows the steady state at a few seconds
+    per move.
     """
     K = rcu.KNOBS
     controls = [
@@ -324,7 +325,7 @@ def rcu_explorer(*, duration: float = 0.2, seed: int = 1, dpi: int = 64, **start
                     step=0.1, value=start.get("gc_min_interval", 0.5)),
         control_for(K["kernel"], description="kernel / RCU",
                     options=[(v, k) for k, v in VARIANTS.items()], value=start.get("kernel")),
-        control_for(K["duration"], description="window", min=0.1, max=2.0, step=0.1,
+        control_for(K["duration"], description="window", min=0.1, max=2.0, step=0.05,
                     value=duration),
     ]
     fig = RcuFigure(duration=duration)
