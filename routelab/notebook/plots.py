@@ -27,6 +27,7 @@ __all__ = [
     "COLORS",
     "OKABE_ITO",
     "BlitRenderer",
+    "LiveFigure",
     "PingJourneyFigure",
     "new_figure",
     "nice_ceiling",
@@ -190,7 +191,34 @@ class BlitRenderer:
         return buf.getvalue()
 
 
-class PingJourneyFigure:
+class LiveFigure:
+    """Base of the explorers' figures: artists updated in place, PNGs via a :class:`BlitRenderer`.
+
+    A subclass builds its figure once, keeps a ``BlitRenderer`` over the
+    artists that change in ``self._blit``, sets ``self._alt`` on every update,
+    and names in :meth:`_limit_axes` the axes whose limits decide when the
+    cached background (titles, ticks, legends) must be drawn again.
+    """
+
+    _alt: str = ""
+    _blit: BlitRenderer
+
+    def _limit_axes(self) -> list:
+        raise NotImplementedError
+
+    def render_png(self, dpi: int = 80) -> bytes:
+        """PNG of the current state, redrawing only the artists that change."""
+        self._blit.dpi = dpi
+        key = tuple((ax.get_xlim(), ax.get_ylim()) for ax in self._limit_axes())
+        return self._blit.render(key)
+
+    @property
+    def alt(self) -> str:
+        """A description of what the figure currently shows."""
+        return self._alt
+
+
+class PingJourneyFigure(LiveFigure):
     """Two panels: ping RTT over time, and where one echo request's time goes.
 
     Built once; :meth:`update` moves the existing artists (line data, bar
@@ -253,16 +281,8 @@ class PingJourneyFigure:
         self.title.set_text(conditions)
         self._alt = _alt_text(sent, rtt, journey, conditions)
 
-    def render_png(self, dpi: int = 80) -> bytes:
-        """PNG of the current state, redrawing only the artists that change."""
-        self._blit.dpi = dpi
-        key = (self.ax_rtt.get_xlim(), self.ax_rtt.get_ylim(), self.ax_j.get_xlim())
-        return self._blit.render(key)
-
-    @property
-    def alt(self) -> str:
-        """A description of what the figure currently shows."""
-        return self._alt
+    def _limit_axes(self) -> list:
+        return [self.ax_rtt, self.ax_j]
 
 
 def _why_no_reply(journey: Journey) -> str:

@@ -87,7 +87,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from ..errors import KnobError
 from ..sysctl import Knob
-from .plots import OKABE_ITO, BlitRenderer, new_figure
+from .plots import OKABE_ITO, BlitRenderer, LiveFigure, new_figure
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -414,7 +414,7 @@ _STATE_LABELS = {"user": "user task (tick = QS)", "softirq": "softirq handler ru
 _ROW = 0.6   # bar height of a CPU row
 
 
-class RcuPrimerFigure:
+class RcuPrimerFigure(LiveFigure):
     """The primer's figure: per-CPU timelines above, the entries counter below.
 
     Built once for up to four CPUs; :meth:`update` changes the existing
@@ -546,16 +546,8 @@ class RcuPrimerFigure:
                             f"{n} CPU{'s' if n > 1 else ''}")
         self._alt = rcu_primer_alt(tl, t)
 
-    def render_png(self, dpi: int = 80) -> bytes:
-        """PNG of the current state, redrawing only the artists that change."""
-        self._blit.dpi = dpi
-        key = (self.ax.get_xlim(), self.ax.get_ylim(), self.ax_e.get_ylim())
-        return self._blit.render(key)
-
-    @property
-    def alt(self) -> str:
-        """A description of what the figure currently shows."""
-        return self._alt
+    def _limit_axes(self) -> list:
+        return [self.ax, self.ax_e]
 
 
 def _runs(mask: np.ndarray) -> list[np.ndarray]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..result import Result
 from ..scenarios import worm
-from .plots import OKABE_ITO, BlitRenderer, new_figure, nice_ceiling, ping_series
+from .plots import OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling, ping_series
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -58,7 +58,7 @@ def _rebin(x: np.ndarray, k: int) -> np.ndarray:
     return x[:n].reshape(-1, k).mean(axis=1) if n else x[:0]
 
 
-class WormFigure:
+class WormFigure(LiveFigure):
     """Ping RTT, route-cache size and CPU split over time, updated in place.
 
     Top: every echo request's round-trip time (lost ones as crosses on the
@@ -167,16 +167,8 @@ class WormFigure:
         self._alt = _alt_text(res, sent, rtt, soft, irq, conditions
                               or worm_conditions(res.extra["knobs"]))
 
-    def render_png(self, dpi: int = 72) -> bytes:
-        """PNG of the current state; the static parts are cached per axis limits."""
-        self._blit.dpi = dpi
-        key = (self.ax_rtt.get_ylim(), self.ax_c.get_ylim(), self.ax_cpu.get_xlim())
-        return self._blit.render(key)
-
-    @property
-    def alt(self) -> str:
-        """A description of what the figure currently shows."""
-        return self._alt
+    def _limit_axes(self) -> list:
+        return [self.ax_rtt, self.ax_c, self.ax_cpu]
 
 
 def _alt_text(res, sent, rtt, soft, irq, conditions) -> str:

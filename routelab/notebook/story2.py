@@ -15,7 +15,7 @@ import numpy as np
 
 from ..result import Result
 from ..scenarios import rcu
-from .plots import OKABE_ITO, BlitRenderer, new_figure, nice_ceiling
+from .plots import OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -216,7 +216,7 @@ def pending_figure(results: dict[str, Result]):
 
 # -- the explorer ---------------------------------------------------------------------------
 
-class RcuFigure:
+class RcuFigure(LiveFigure):
     """Two panels: dst entries and RCU-pending entries over time; grace periods as they end."""
 
     def __init__(self, duration: float = 2.0, size: tuple[float, float] = (8.6, 4.6)) -> None:
@@ -279,14 +279,8 @@ class RcuFigure:
                      + (f"median {np.median(gp):.1f} ms, longest {gp.max():.0f} ms."
                         if gp.size else "none ended."))
 
-    def render_png(self, dpi: int = 64) -> bytes:
-        self._blit.dpi = dpi
-        key = (self.ax_e.get_ylim(), self.ax_g.get_ylim(), self.ax_e.get_xlim())
-        return self._blit.render(key)
-
-    @property
-    def alt(self) -> str:
-        return self._alt
+    def _limit_axes(self) -> list:
+        return [self.ax_e, self.ax_g]
 
 
 def rcu_readout(res: Result) -> str:
