@@ -99,6 +99,8 @@ def build(name: str, n: int = N_PACKETS):
     from routelab import Device, PacketTrace, Router
     from routelab.traffic import addr_block, background, scanners
 
+    from reference_eventloop import add_oddities
+
     rng = np.random.default_rng({"mixed": 11, "hit": 12, "churn": 13}[name])
     inside = addr_block(ROUTES["inside"], 200) + np.uint32(1)
     outside = addr_block(ROUTES["outside"], 5000) + np.uint32(1)
@@ -123,20 +125,9 @@ def build(name: str, n: int = N_PACKETS):
                         sysctl=dict(rhash_entries=4096))
         bg = background(rng, pps=0.97 * pps, duration=dur, inside=inside, outside=outside,
                         mix="imix", flows=2000)
-        u = rng.random(len(bg))
-        bg.ttl[u < 0.02] = 1
-        bg.saddr[(u >= 0.02) & (u < 0.025)] = np.uint32(0x7F000001)        # martian source
-        bg.hdr_err[(u >= 0.025) & (u < 0.03)] = 3                         # bad checksum
-        local = (u >= 0.5) & (u < 0.51)                                   # pings to the router
-        bg.daddr[local] = np.uint32(0x0A01FFFE)
-        bg.kind[local] = 2
-        bg.proto[local] = 1
-        unreach = (u >= 0.6) & (u < 0.61)
-        bg.daddr[unreach] = np.uint32(0xC6120000) + rng.integers(
-            0, 1000, int(unreach.sum())).astype(np.uint32)
-        bg.daddr[(u >= 0.61) & (u < 0.615)] = np.uint32(0xC6140001)       # prohibit route
-        redirect = (u >= 0.8) & (u < 0.81) & (bg.iif == 0)                # inside -> inside
-        bg.daddr[redirect] = inside[rng.integers(0, inside.size, int(redirect.sum()))]
+        add_oddities(rng, bg, inside, dict(
+            ttl1=(0.0, 0.02), martian=(0.02, 0.025), bad_csum=(0.025, 0.03), local=(0.5, 0.51),
+            unreach=(0.6, 0.61), prohibit=(0.61, 0.615), redirect=(0.8, 0.81)))
         worm = scanners(rng, hosts=np.array([0x0A010005, 0x0A010006], dtype=np.uint32),
                         pps=0.015 * pps, duration=dur)
         tr = PacketTrace.concat([bg, worm])

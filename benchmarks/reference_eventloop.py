@@ -242,6 +242,41 @@ class ReferenceResult:
     events: int = 0
 
 
+def add_oddities(rng: np.random.Generator, tr, inside: np.ndarray, bands: dict) -> None:
+    """Turn slices of a trace into the odd cases the loop must get right.
+
+    Shared by ``tests/test_reference_equivalence.py`` and
+    ``bench_forwarding.py``.  One uniform draw per packet; ``bands`` maps a
+    case to the ``(lo, hi)`` range of draws it takes (absent = none):
+    ``ttl1`` (TTL 1), ``martian`` (source 127.0.0.1), ``bad_csum`` (header
+    checksum error), ``local`` (echo requests to the router), ``unreach``,
+    ``prohibit``, ``blackhole`` (destinations under such routes, see the
+    callers' FIBs), ``df`` (DF set) and ``redirect`` (an inside packet to
+    another inside host: out by the device it came in on).
+    """
+    u = rng.random(len(tr))
+
+    def band(name: str) -> np.ndarray:
+        lo, hi = bands.get(name, (0.0, 0.0))
+        return (u >= lo) & (u < hi)
+
+    tr.ttl[band("ttl1")] = 1
+    tr.saddr[band("martian")] = np.uint32(0x7F000001)
+    tr.hdr_err[band("bad_csum")] = 3
+    local = band("local")
+    tr.daddr[local] = np.uint32(0x0A01FFFE)
+    tr.kind[local] = 2
+    tr.proto[local] = 1
+    unreach = band("unreach")
+    tr.daddr[unreach] = np.uint32(0xC6120000) + rng.integers(
+        0, 1000, int(unreach.sum())).astype(np.uint32)
+    tr.daddr[band("prohibit")] = np.uint32(0xC6140001)
+    tr.daddr[band("blackhole")] = np.uint32(0xC6150001)
+    redirect = band("redirect") & (tr.iif == 0)
+    tr.daddr[redirect] = inside[rng.integers(0, inside.size, int(redirect.sum()))]
+    tr.df[band("df")] = True
+
+
 def check_scope(router: Router) -> None:
     """Raise ValueError if ``router`` uses a feature the reference does not model."""
     if router.user_task:

@@ -501,6 +501,7 @@ class _Run:
         rr = c["softirq_entry"]
         O_QDISC = O["drop_qdisc"]
         O_MISSED = O["drop_rx_missed"]
+        O_BACKLOG = O["drop_backlog"]
         rnbc = stats["rnbc"]
         slow_total = 0.0
         nb = max(1, int(math.ceil(duration / bin_s)))
@@ -595,7 +596,7 @@ class _Run:
                                     throttle[cpu] = True
                                     softnet_throttled[cpu] += 1
                                 softnet_dropped[cpu] += 1
-                                outcome[j] = O["drop_backlog"]
+                                outcome[j] = O_BACKLOG
                                 # the hard IRQ still ran and allocated the skb: CPU time lost
                                 self._charge(cpu, t, cost_drop_irq, busy, iv_s, iv_d, last_end)
                                 prof_loop["rx_drop_irq"] += cost_drop_irq

@@ -62,22 +62,10 @@ def make_trace(pps: float, duration: float, *, seed: int = 2, flows: int = 300,
     tr = background(rng, pps=pps, duration=duration, inside=inside, outside=outside,
                     mix=mix, flows=flows)
     if oddities:
-        u = rng.random(len(tr))
-        tr.ttl[u < 0.05] = 1
-        tr.saddr[(u >= 0.05) & (u < 0.06)] = np.uint32(0x7F000001)      # martian source
-        tr.hdr_err[(u >= 0.06) & (u < 0.07)] = 3                         # bad checksum
-        local = (u >= 0.5) & (u < 0.52)                                  # pings to the router
-        tr.daddr[local] = np.uint32(0x0A01FFFE)
-        tr.kind[local] = 2
-        tr.proto[local] = 1
-        unreach = (u >= 0.6) & (u < 0.62)
-        tr.daddr[unreach] = np.uint32(0xC6120000) + rng.integers(
-            0, 1000, int(unreach.sum())).astype(np.uint32)
-        tr.daddr[(u >= 0.62) & (u < 0.63)] = np.uint32(0xC6140001)      # prohibit route
-        tr.daddr[(u >= 0.63) & (u < 0.64)] = np.uint32(0xC6150001)      # blackhole route
-        redirect = (u >= 0.8) & (u < 0.83) & (tr.iif == 0)              # inside -> inside
-        tr.daddr[redirect] = inside[rng.integers(0, inside.size, int(redirect.sum()))]
-        tr.df[(u >= 0.7) & (u < 0.7 + df_fraction)] = True
+        ref.add_oddities(rng, tr, inside, dict(
+            ttl1=(0.0, 0.05), martian=(0.05, 0.06), bad_csum=(0.06, 0.07), local=(0.5, 0.52),
+            unreach=(0.6, 0.62), prohibit=(0.62, 0.63), blackhole=(0.63, 0.64),
+            df=(0.7, 0.7 + df_fraction), redirect=(0.8, 0.83)))
     parts = [tr]
     if worm_pps:
         hosts = np.array([0x0A010005, 0x0A010006], dtype=np.uint32)

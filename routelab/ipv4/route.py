@@ -39,7 +39,8 @@ _RTN_LOCAL = RTN["local"]
 _RTN_BROADCAST = RTN["broadcast"]
 _RTN_NO_ROUTE = frozenset((RTN["unreachable"], RTN["blackhole"], RTN["prohibit"]))
 
-__all__ = ["RouteCache", "rt_hash_size", "rt_hash_jhash", "rt_hash_fold", "STAT_FIELDS"]
+__all__ = ["RouteCache", "gc_scan_cost", "rt_hash_size", "rt_hash_jhash", "rt_hash_fold",
+           "STAT_FIELDS"]
 
 # /proc/net/rt_cache_stat columns, in kernel order.
 STAT_FIELDS = ("entries", "in_hit", "in_slow_tot", "in_slow_mc", "in_no_route", "in_brd",
@@ -112,6 +113,16 @@ def rt_hash_fold(daddr, saddr, iif, tos, rnd: int, mask: int):
     h ^= h >> np.uint32(16)
     h ^= h >> np.uint32(8)
     return (h & np.uint32(mask)).astype(np.int64)
+
+
+def gc_scan_cost(cost: dict, buckets: int, entries: int) -> float:
+    """Seconds a GC pass spends visiting ``buckets`` chains and ``entries`` entries.
+
+    What ``rt_garbage_collect`` charges for its walk (on top of its entry cost
+    ``rt_garbage_collect`` and the frees); also used to price the passes of
+    ``RouteCache.gc_log`` afterwards.
+    """
+    return buckets * cost["gc_bucket"] + entries * cost["gc_entry"]
 
 
 class RouteCache:
@@ -409,7 +420,7 @@ class RouteCache:
                     if goal <= 0:       # (goal only moves here: it starts > 0)
                         break
         self.rover = k
-        t += visited_b * c["gc_bucket"] + visited_e * c["gc_entry"]
+        t += gc_scan_cost(c, visited_b, visited_e)
         if goal <= 0:
             self.gc_log.append((now, cpu, "done", visited_b, visited_e, freed))
             return True, t + self._work_done()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ipv4.route import gc_scan_cost
 from ..result import Result
 from ..scenarios import worm
 from .plots import OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling, ping_series
@@ -34,6 +35,7 @@ __all__ = [
     "Sweep",
     "scan_sweep",
     "sweep_figure",
+    "gc_pass_seconds",
     "gc_passes",
     "knob_trials",
     "trials_table",
@@ -372,17 +374,22 @@ def sweep_figure(sw: Sweep):
     return fig, alt
 
 
+def gc_pass_seconds(res: Result) -> list[float]:
+    """CPU seconds of each GC pass that really ran (entry cost plus the walk, without frees)."""
+    cost = res.router.costs.fn
+    return [cost["rt_garbage_collect"] + gc_scan_cost(cost, b, e)
+            for (_t, _cpu, _what, b, e, _freed) in res.extra.get("gc_log", [])]
+
+
 def gc_passes(res: Result) -> str:
     """The GC passes that really ran (not skipped): when, how far they walked, what they freed."""
     log = res.extra.get("gc_log", [])
     if not log:
         return "no GC pass ran (every call was skipped, or the cache never passed gc_thresh)"
-    cost = res.router.costs.fn
     lines = [f"{'time [s]':>9} {'outcome':>8} {'buckets':>8} {'entries':>8} {'freed':>6} "
              f"{'CPU [ms]':>9}"]
-    for (t, _cpu, what, b, e, freed) in log[:12]:
-        ms = (cost["rt_garbage_collect"] + b * cost["gc_bucket"] + e * cost["gc_entry"]) * 1e3
-        lines.append(f"{t:9.3f} {what:>8} {b:8d} {e:8d} {freed:6d} {ms:9.2f}")
+    for (t, _cpu, what, b, e, freed), secs in zip(log[:12], gc_pass_seconds(res), strict=False):
+        lines.append(f"{t:9.3f} {what:>8} {b:8d} {e:8d} {freed:6d} {secs * 1e3:9.2f}")
     if len(log) > 12:
         lines.append(f"... {len(log) - 12} more passes")
     return "\n".join(lines)

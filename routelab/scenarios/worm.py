@@ -80,7 +80,9 @@ INSIDE_NET = "10.10.0.0"
 def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     """Router and offered trace for resolved knob values."""
     rng = np.random.default_rng(seed)
-    devices = [Device("eth0", "e100", 0), Device("eth1", "e100", 0)]
+    # eth1 runs at uplink_mbps (100 = the e100's own wire speed)
+    devices = [Device("eth0", "e100", 0),
+               Device("eth1", "e100", 0, speed_bps=values["uplink_mbps"] * 1e6)]
     # a handful of routes and policy rules, as on a residence router that
     # moved to 2.4/2.6 for policy routing (stories.md s1: 5-20 routes)
     routes = [Route("10.10.0.0/16", oif=0), Route("192.0.2.0/24", oif=1),
@@ -90,8 +92,6 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     routes += [Route(f"10.{20 + i}.0.0/16", oif=0, gateway="10.10.255.1") for i in range(8)]
     rules = [Rule(100, 100, src="10.10.128.0/17"), Rule(110, 100, tos=0x10)]
     fib = Fib(routes=routes, rules=rules, local_addrs=["10.10.255.254", "192.0.2.1"])
-    if values["uplink_mbps"] < 100.0:
-        devices[1] = Device("eth1", "e100", 0, speed_bps=values["uplink_mbps"] * 1e6)
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
                     seed=seed, reflect={1: values["far_end_ms"] / 1e3})
     inside = addr_block(INSIDE_NET, values["hosts"]) + np.uint32(1)
