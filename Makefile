@@ -1,5 +1,5 @@
 # Thin wrappers over scripts/ (which also work without make).
-.PHONY: help env lab test bench clean distclean
+.PHONY: help env build lab test bench clean distclean
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -8,6 +8,7 @@ PYTEST_ARGS ?=   # e.g. make test PYTEST_ARGS="-x -q"
 
 help:
 	@echo "make lab        JupyterLab on notebooks/ (creates .venv on first use)"
+	@echo "make build      recompile the per-packet modules after editing them (setup.py)"
 	@echo "make test       all tests: unit, browser, binder env, nbval  (scripts/test.sh)"
 	@echo "make bench      run benchmarks/*.py"
 	@echo "make clean      remove caches, build files and screenshots (keeps .venv)"
@@ -15,6 +16,10 @@ help:
 
 env:
 	bash scripts/setup-env.sh
+
+build: env
+	$(PY) setup.py -q build_ext --inplace
+	@$(PY) -c 'import routelab.accel as a; print(a.status())'
 
 lab:
 	bash scripts/lab.sh $(LAB_ARGS)

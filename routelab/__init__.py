@@ -11,14 +11,18 @@ Public API (everything else is reachable through the submodules):
 - :mod:`routelab.procfs` -- rt_cache_stat, netstat -i, snmp, perf-top views
 """
 
-from .core.skbuff import PacketTrace
-from .errors import KnobError, RoutelabError
-from .hardware import CPUS, NICS
-from .ipv4.fib import Fib, Route, Rule
-from .kernels import KERNELS
-from .result import OUTCOMES, Result
-from .router import Device, Router
-from .sysctl import SYSCTLS
+from . import accel
+
+accel.install()   # before the compiled modules are imported (see routelab.accel)
+
+from .core.skbuff import PacketTrace  # noqa: E402
+from .errors import KnobError, RoutelabError  # noqa: E402
+from .hardware import CPUS, NICS  # noqa: E402
+from .ipv4.fib import Fib, Route, Rule  # noqa: E402
+from .kernels import KERNELS  # noqa: E402
+from .result import OUTCOMES, Result  # noqa: E402
+from .router import Device, Router  # noqa: E402
+from .sysctl import SYSCTLS  # noqa: E402
 
 __version__ = "0.1.0"
 

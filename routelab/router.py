@@ -30,6 +30,7 @@ Simplifications (each also noted where it happens):
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 from array import array
@@ -37,9 +38,11 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
+import cython
 import numpy as np
 
 from . import costs as _costs
+from .core.dst import DstEntry
 from .core.skbuff import KIND, PacketTrace
 from .errors import KnobError
 from .hardware import CpuProfile, NicProfile, cpu_profile, nic_profile
@@ -251,8 +254,17 @@ class Router:
             ``Result.packets`` (default: only if at most ``KEEP_TIMES_MAX``
             packets are offered).
         """
-        return _Run(self, trace, duration, bin_s, record_every or bin_s, progress,
-                    keep_times).result
+        # The loop allocates millions of small objects and frees them again without
+        # making reference cycles; Python's cyclic collector would walk the whole
+        # heap over and over for nothing (~8 % of the run), so it is paused.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return _Run(self, trace, duration, bin_s, record_every or bin_s, progress,
+                        keep_times).result
+        finally:
+            if was_enabled:
+                gc.enable()
 
 
 class _Run:
@@ -380,6 +392,28 @@ class _Run:
         p["cost"] = p["rx_cost"] + np.where(cls == C_HDR, path, hit + path)
 
     # -- the loop --------------------------------------------------------------
+    # C types for the loop's hot variables when this module is compiled (a no-op
+    # when it runs as Python; see routelab/accel.py)
+    @cython.locals(hz=cython.long, ncpu=cython.long, ndev=cython.long, budget=cython.long,
+                   backlog_max=cython.long, i=cython.Py_ssize_t, j=cython.Py_ssize_t,
+                   lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, n0=cython.Py_ssize_t,
+                   d=cython.long, cpu=cython.long, pn=cython.long, steps=cython.long,
+                   ql=cython.Py_ssize_t, cls=cython.long, oif=cython.long, cap=cython.long,
+                   fifo=cython.long, wd=cython.long,
+                   has_cache=cython.bint,
+                   jiffy=cython.double, t=cython.double, ne=cython.double, nt=cython.double,
+                   rec_next=cython.double, start=cython.double,
+                   svc=cython.double, fin=cython.double, b=cython.double, lf=cython.double,
+                   dep=cython.double, step_c=cython.double, rr=cython.double,
+                   cost_drop_irq=cython.double, slow_total=cython.double, cost=cython.double,
+                   fu=cython.double, p0=cython.double, le=cython.double, wire=cython.double,
+                   x=DstEntry, e=DstEntry,
+                   T=list, DEV=list, KEY=list, IK=list, H=list, CLS=list, COST=list, OIF=list,
+                   WIRE=list, FIFO=list, table=list, busy=list, pass_n=list, pass_t0=list,
+                   full_until=list, full_slots=list, rx_lim=list, ring=list, weight=list,
+                   dev_napi=list, dev_cpu=list, txcap=list, link_free=list, last_end=list,
+                   rxq_dev=list, throttle=list, iv_s=list, iv_d=list, misses=list,
+                   cstat=list, chain=list, outcome=bytearray)
     def _loop(self, trace, bin_s: float, record_every: float, progress) -> Result:
         r = self.r
         c = r.costs.fn
@@ -393,15 +427,15 @@ class _Run:
         duration = self.duration
 
         # --- devices ---
-        dev_napi = [bool(d.profile.napi and k.napi) for d in devs]
-        dev_cpu = [d.cpu for d in devs]
-        ring = [d.ring for d in devs]
+        dev_napi = [bool(dv.profile.napi and k.napi) for dv in devs]
+        dev_cpu = [dv.cpu for dv in devs]
+        ring = [dv.ring for dv in devs]
         # net_rx_action looks at its time limit between dev->poll calls: every
         # ``weight`` packets of a NAPI device (every packet of the backlog, as the
         # 2.4 loop does)
-        weight = [d.weight if dev_napi[di] else 1 for di, d in enumerate(devs)]
-        txcap = [d.profile.tx_ring + (d.txqueuelen if d.txqueuelen is not None
-                                      else r.sysctl["txqueuelen"]) for d in devs]
+        weight = [dv.weight if dev_napi[di] else 1 for di, dv in enumerate(devs)]
+        txcap = [dv.profile.tx_ring + (dv.txqueuelen if dv.txqueuelen is not None
+                                        else r.sysctl["txqueuelen"]) for dv in devs]
         # RX queue: per device for NAPI rings, per CPU backlog for netif_rx; it holds
         # the service start of every admitted packet.  Starts that have passed are
         # retired lazily: only when the queue might be full (``rx_lim``) or the
@@ -524,7 +558,7 @@ class _Run:
             rare = self._rare = {name: p[name] for name in RARE}
             rare["kind"], rare["tag"] = tr.kind, tr.tag
             # the hot columns now live in lists; free the arrays nothing reads again
-            for name in [x for x in p if x not in KEEP_AFTER_COLUMNS]:
+            for name in [col for col in p if col not in KEEP_AFTER_COLUMNS]:
                 del p[name]
             self._rare_extra = {}
             RTYPE, GW, NRULES, MART = rare["rtype"], rare["gw"], rare["nrules"], rare["martian"]
@@ -542,18 +576,22 @@ class _Run:
                 # next stretch of packets: offered ones up to the next injected echo
                 # reply, or that reply alone
                 if dyn and (i >= n0 or dyn[0][0] < T[i]):
-                    seq = (heappop(dyn)[1],)
+                    lo = heappop(dyn)[1]
+                    hi = lo + 1
                 elif i < n0:
-                    stop = bisect_right(T, dyn[0][0], i, n0) if dyn else n0
-                    seq = range(i, stop)
-                    i = stop
+                    lo = i
+                    hi = bisect_right(T, dyn[0][0], i, n0) if dyn else n0
+                    i = hi
                 else:
                     break
-                for j in seq:
+                for j in range(lo, hi):
                     t = T[j]
                     d = DEV[j]
-                    if t < full_until[d] and FIFO[j] <= full_slots[d]:
-                        continue             # RX ring and NIC FIFO still full: missed
+                    fu = full_until[d]
+                    if t < fu:
+                        fifo = FIFO[j]
+                        if fifo <= full_slots[d]:
+                            continue         # RX ring and NIC FIFO still full: missed
                     # ---- timers, samples and TX completions due by now ----
                     if t >= ne:
                         if t >= nt:
@@ -608,20 +646,28 @@ class _Run:
                     # IRQ handler, before netif_rx; NAPI drivers the ones they receive)
                     # ---- CPU: the softirq loop (net_rx_action, __do_softirq, ksoftirqd) ----
                     b = busy[cpu]
+                    cost = COST[j]
                     if b < t:
-                        # the CPU had no softirq work since b
-                        start = self._cpu_was_free(cpu, b, t, rcu, rcu_wake, user, in_ksoftirqd,
-                                                   ks_left, acct_t0, ctxsw, hz, sched)
+                        # the CPU had no softirq work since b (nothing to do unless
+                        # ksoftirqd was running or RCU waits for a quiescent state)
+                        if in_ksoftirqd[cpu] or (rcu_wake and rcu.gp_active):
+                            start = self._cpu_was_free(cpu, b, t, rcu, rcu_wake, user,
+                                                       in_ksoftirqd, ks_left, acct_t0, ctxsw,
+                                                       hz, sched)
+                        else:
+                            start = t
                         pass_n[cpu] = 1
                         pass_t0[cpu] = start
                         restarts[cpu] = 0
-                        svc = rr + COST[j]
+                        svc = rr + cost
                     else:
                         start = b
-                        svc = COST[j]
-                        pn = pass_n[cpu] + 1
-                        if pn > budget or (start - pass_t0[cpu] >= jiffy
-                                           and (pn - 1) % weight[d] == 0):
+                        svc = cost
+                        pn = pass_n[cpu]
+                        pn += 1
+                        p0 = pass_t0[cpu]
+                        wd = weight[d]
+                        if pn > budget or (start - p0 >= jiffy and (pn - 1) % wd == 0):
                             # net_rx_action returns with work left: budget used up, or a
                             # jiffy gone (looked at between dev->poll calls, every
                             # ``weight`` packets)
@@ -632,7 +678,7 @@ class _Run:
                                 cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
                                 in_ksoftirqd, ksoftirqd_wakeups, user, user_left, ks_left,
                                 acct_t0, ctxsw, hz, prof_loop, sched)
-                            svc = rr + w + COST[j]
+                            svc = rr + w + cost
                             if w:
                                 nt = next_timer()
                                 ne = nt if nt < rec_next else rec_next
@@ -668,8 +714,9 @@ class _Run:
                                 rt_, gw_, nr_, ma_ = (RTYPE.item(j), GW.item(j), NRULES.item(j),
                                                       MART.item(j))
                             else:
-                                rt_, gw_, nr_, ma_ = (self._rare_extra[j][kk] for kk in
-                                                      ("rtype", "gw", "nrules", "martian"))
+                                ex = self._rare_extra[j]
+                                rt_, gw_, nr_, ma_ = (ex["rtype"], ex["gw"], ex["nrules"],
+                                                      ex["martian"])
                             e, ts, why = slow(start, cpu, key, ik, H[j], rt_, OIF[j], gw_, nr_,
                                               ma_)
                             svc += ts
@@ -700,7 +747,8 @@ class _Run:
                         svc += w
                         fin += w
                     busy[cpu] = fin
-                    if start == last_end[cpu]:
+                    le = last_end[cpu]
+                    if start == le:
                         iv_d[cpu][-1] += svc
                     else:
                         iv_s[cpu].append(start)
@@ -714,7 +762,8 @@ class _Run:
                         cap = txcap[oif]
                         if len(oq) < cap or _retire(oq, fin) < cap:
                             lf = link_free[oif]
-                            dep = (lf if lf > fin else fin) + WIRE[j]
+                            wire = WIRE[j]
+                            dep = (lf if lf > fin else fin) + wire
                             link_free[oif] = dep
                             oq.append((dep, e))
                             t_depart[j] = dep

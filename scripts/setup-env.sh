@@ -81,7 +81,16 @@ have="$(cat "$STAMP" 2>/dev/null || true)"
 
 if [[ "$want" == "$have" && -z "${ROUTELAB_FORCE_INSTALL:-}" ]] \
         && "$VENV/bin/python" -c 'import routelab' >/dev/null 2>&1; then
-    say "up to date ($VENV; requirements.txt/pyproject.toml unchanged)"
+    # the compiled per-packet modules (setup.py) must match their sources,
+    # e.g. after a git pull; recompile the ones that changed
+    if "$VENV/bin/python" -W ignore -c 'import sys, routelab.accel as a; sys.exit(a.needs_build())' \
+            >/dev/null 2>&1; then
+        say "up to date ($VENV; requirements.txt/pyproject.toml unchanged)"
+        exit 0
+    fi
+    say "recompiling the per-packet modules (their sources changed) ..."
+    (cd "$ROOT" && "$VENV/bin/python" setup.py -q build_ext --inplace >/dev/null) \
+        || say "WARNING: recompiling failed; routelab runs as pure Python (slower)"
     exit 0
 fi
 
@@ -89,8 +98,28 @@ t0=$SECONDS
 rm -f "$STAMP"
 say "installing requirements.txt into $VENV ..."
 pip_quiet install -q -r requirements.txt || die "pip install -r requirements.txt failed"
-say "installing routelab (editable) ..."
+# A C compiler and Python's headers let pip compile the per-packet loop (setup.py,
+# about a minute); without them routelab installs as pure Python (same results,
+# about twice as slow).  As root with apt, fetch what is missing.
+has_headers() { "$VENV/bin/python" -c 'import os, sysconfig, sys
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; }
+if [[ -z "${ROUTELAB_PURE:-}" ]] && { ! command -v cc >/dev/null 2>&1 || ! has_headers; }; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        say "installing a C compiler and Python headers (apt-get gcc python3-dev) ..."
+        { DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+            && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc python3-dev; } >&2 \
+            || say "WARNING: apt-get failed; routelab will run as pure Python (slower)"
+    else
+        say "NOTE: no C compiler or Python headers: routelab will run as pure Python (slower)."
+        say "      For the compiled loop: sudo apt-get install gcc python3-dev, then re-run."
+    fi
+fi
+say "installing routelab (editable; compiling the per-packet loop, ~1 min) ..."
 pip_quiet install -q --no-deps -e . || die "pip install -e . failed"
 "$VENV/bin/python" -c 'import routelab' || die "routelab is not importable after install"
+# compiled (fast) or pure Python (no C compiler): say which; both give the same results
+"$VENV/bin/python" -c 'import routelab.accel as a
+print("[setup-env] per-packet loop:", "compiled" if a.compiled()
+      else next(iter(a.status().values())))' >&2
 echo "$want" > "$STAMP"
 say "done in $((SECONDS - t0)) s ($("$VENV/bin/python" --version))"

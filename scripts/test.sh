@@ -25,6 +25,18 @@ if ! bash scripts/setup-env.sh; then
     echo "summary: 0 passed, 1 failed"
     exit 1
 fi
+# The per-packet modules should run compiled (setup.py); CI insists on it
+# (ROUTELAB_REQUIRE_COMPILED=1 in .ci/run) so a broken build cannot hide behind
+# the pure-Python fallback, which gives the same results only slower.
+if ! "$PY" -c 'import sys, routelab.accel as a; sys.exit(not a.compiled())' 2>/dev/null; then
+    status="$("$PY" -c 'import routelab.accel as a; print(next(iter(a.status().values())))' 2>&1)"
+    if [[ -n "${ROUTELAB_REQUIRE_COMPILED:-}" ]]; then
+        echo "[test.sh] FAILED: the per-packet modules are not compiled: $status"
+        echo "summary: 0 passed, 1 failed"
+        exit 1
+    fi
+    echo "[test.sh] NOTE: per-packet modules run as $status (slower; results are the same)"
+fi
 
 # --- chromium for tests/browser --------------------------------------------
 CHROMIUM="${ROUTELAB_CHROMIUM:-/usr/bin/chromium}"

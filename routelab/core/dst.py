@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import cython
+
 __all__ = ["DstEntry", "DstOps", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX",
            "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED"]
 
@@ -144,6 +146,7 @@ class DstOps:
         self.allocated += 1
         return e, t
 
+    @cython.locals(e=DstEntry)
     def dst_destroy(self, e: DstEntry) -> float:
         """Free an entry for good; ``entries`` drops only here.
 
@@ -158,6 +161,7 @@ class DstOps:
         self.destroyed += 1
         return self._c_destroy
 
+    @cython.locals(e=DstEntry)
     def dst_free(self, e: DstEntry, now: float) -> float:
         """Release the cache's hold on an entry.
 
@@ -179,6 +183,7 @@ class DstOps:
             self.gc_timer_at = now + DST_GC_MIN
         return 0.0
 
+    @cython.locals(e=DstEntry, keep=list)
     def dst_run_gc(self, now: float) -> float:
         """The dst GC timer: destroy garbage entries whose refcnt reached 0.
 

@@ -28,6 +28,7 @@ Simplifications
 
 from __future__ import annotations
 
+import cython
 import numpy as np
 
 from ..core.dst import DESTROYED, GARBAGE, HASHED, DstEntry, DstOps
@@ -206,6 +207,7 @@ class RouteCache:
     def jiffies(self, t: float) -> int:
         return int(t * self.hz)
 
+    @cython.locals(e=DstEntry, now=cython.double, hz=cython.long, score=cython.longlong)
     def rt_score(self, e: DstEntry, now: float) -> int:
         """Eviction score: lower goes first.
 
@@ -224,6 +226,9 @@ class RouteCache:
             score |= 1 << 30
         return score
 
+    @cython.locals(e=DstEntry, tmo1=cython.longlong, tmo2=cython.longlong,
+                   now_j=cython.longlong, has_next=cython.bint, age=cython.longlong,
+                   fast_clean=cython.bint)
     def rt_may_expire(self, e: DstEntry, tmo1: int, tmo2: int, now_j: int,
                       has_next: bool = True) -> bool:
         """May the GC free this entry?  (``tmo1``/``tmo2`` in jiffies)
@@ -246,6 +251,7 @@ class RouteCache:
         return True
 
     # -- freeing ----------------------------------------------------------------
+    @cython.locals(e=DstEntry)
     def rt_free(self, e: DstEntry, now: float, cpu: int) -> float:
         """Unhashed entry -> RCU (2.6) or straight to dst_free (2.4).
 
@@ -296,6 +302,10 @@ class RouteCache:
         e, ti = self.rt_intern_hash(e, h, now, cpu)
         return e, t + ti, None
 
+    @cython.locals(e=DstEntry, r=DstEntry, cand=DstEntry, now=cython.double,
+                   length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
+                   scoring=cython.bint, min_score=cython.longlong, s=cython.longlong,
+                   t=cython.double, chain=list)
     def rt_intern_hash(self, e: DstEntry, h: int, now: float, cpu: int):
         """Insert a new entry at the head of its chain; return ``(entry, seconds)``.
 
@@ -355,6 +365,12 @@ class RouteCache:
         return e, t
 
     # -- garbage collection ---------------------------------------------------
+    @cython.locals(now=cython.double, t=cython.double, entries=cython.longlong,
+                   goal=cython.longlong, buckets=cython.long, now_j=cython.longlong,
+                   expire=cython.longlong, tmo=cython.longlong, mask=cython.long, k=cython.long,
+                   visited_b=cython.long, visited_e=cython.long, freed=cython.long,
+                   n=cython.Py_ssize_t, r=DstEntry, last=DstEntry, chain=list, keep=list,
+                   table=list)
     def rt_garbage_collect(self, now: float, cpu: int):
         """Shrink the cache; return ``(ok, seconds)``.
 
