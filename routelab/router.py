@@ -406,7 +406,7 @@ class _Run:
                    svc=cython.double, fin=cython.double, b=cython.double, lf=cython.double,
                    dep=cython.double, step_c=cython.double, rr=cython.double,
                    cost_drop_irq=cython.double, slow_total=cython.double, cost=cython.double,
-                   fu=cython.double, p0=cython.double, le=cython.double, wire=cython.double,
+                   key=cython.ulonglong, ik=cython.long, fu=cython.double, p0=cython.double, le=cython.double, wire=cython.double,
                    x=DstEntry, e=DstEntry,
                    T=list, DEV=list, KEY=list, IK=list, H=list, CLS=list, COST=list, OIF=list,
                    WIRE=list, FIFO=list, table=list, busy=list, pass_n=list, pass_t0=list,

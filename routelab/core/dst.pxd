@@ -4,7 +4,7 @@
 # loop reads and writes them without a dictionary lookup.
 
 cdef class DstEntry:
-    cdef public object key
+    cdef public unsigned long long key      # daddr << 32 | saddr
     cdef public long ik
     cdef public long refcnt
     cdef public double lastuse

@@ -303,6 +303,7 @@ class RouteCache:
         return e, t + ti, None
 
     @cython.locals(e=DstEntry, r=DstEntry, cand=DstEntry, now=cython.double,
+                   key=cython.ulonglong, ik=cython.long,
                    length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
                    scoring=cython.bint, min_score=cython.longlong, s=cython.longlong,
                    t=cython.double, chain=list)
