@@ -207,7 +207,7 @@ class RouteCache:
     def jiffies(self, t: float) -> int:
         return int(t * self.hz)
 
-    @cython.locals(e=DstEntry, now=cython.double, hz=cython.long, score=cython.longlong)
+    @cython.locals(hz=cython.long, score=cython.longlong)
     def rt_score(self, e: DstEntry, now: float) -> int:
         """Eviction score: lower goes first.
 
@@ -226,9 +226,7 @@ class RouteCache:
             score |= 1 << 30
         return score
 
-    @cython.locals(e=DstEntry, tmo1=cython.longlong, tmo2=cython.longlong,
-                   now_j=cython.longlong, has_next=cython.bint, age=cython.longlong,
-                   fast_clean=cython.bint)
+    @cython.locals(age=cython.longlong, fast_clean=cython.bint)
     def rt_may_expire(self, e: DstEntry, tmo1: int, tmo2: int, now_j: int,
                       has_next: bool = True) -> bool:
         """May the GC free this entry?  (``tmo1``/``tmo2`` in jiffies)
@@ -251,7 +249,6 @@ class RouteCache:
         return True
 
     # -- freeing ----------------------------------------------------------------
-    @cython.locals(e=DstEntry)
     def rt_free(self, e: DstEntry, now: float, cpu: int) -> float:
         """Unhashed entry -> RCU (2.6) or straight to dst_free (2.4).
 
@@ -262,6 +259,7 @@ class RouteCache:
         return self._c_rt_free + self.rcu.call_rcu(cpu, e, now)
 
     # -- slow path ------------------------------------------------------------
+    @cython.locals(e=DstEntry, t=cython.double)
     def ip_route_input_slow(self, now: float, cpu: int, key: int, ik: int, h: int,
                             rtype: int, oif: int, gw: int, nrules: int, martian: int):
         """Resolve a cache miss; return ``(entry, seconds, drop_reason)``.
@@ -330,7 +328,6 @@ class RouteCache:
         # scores only then.
         scoring = (intern != "none" and kernel.cache_insert != "nocache"
                    and (long_chain or (intern == "2.4" and length > 1)))
-        score = self.rt_score
         cand = None
         min_score = 1 << 32
         for r in chain:
@@ -346,7 +343,7 @@ class RouteCache:
                 t = c["rt_intern_hash"] + (pos + 1) * c["chain_step"]
                 return r, t + self.rt_free(e, now, cpu)
             if scoring and r.refcnt == 0:
-                s = score(r, now)
+                s = self.rt_score(r, now)
                 if s <= min_score:
                     cand, min_score = r, s
         t = c["rt_intern_hash"] + length * c["chain_step"]
@@ -413,8 +410,6 @@ class RouteCache:
         mask = self.mask
         k = self.rover
         visited_b = visited_e = freed = 0
-        may_expire = self.rt_may_expire
-        rt_free = self.rt_free
         for visited_b in range(1, buckets + 1):  # noqa: B007 (read after)
             k = (k + 1) & mask
             chain = table[k]
@@ -423,8 +418,8 @@ class RouteCache:
                 keep = []
                 last = chain[-1]
                 for r in chain:
-                    if may_expire(r, tmo, expire, now_j, r is not last):
-                        t += rt_free(r, now, cpu)
+                    if self.rt_may_expire(r, tmo, expire, now_j, r is not last):
+                        t += self.rt_free(r, now, cpu)
                     else:
                         tmo >>= 1
                         keep.append(r)
