@@ -92,6 +92,7 @@ def icmp_send_cost(c: dict) -> float:
     return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
 
 
+@cython.locals(now=cython.double, x=DstEntry)
 def _retire(oq: deque, now: float) -> int:
     """Retire the frames of a TX queue that left the wire by ``now``; return its length.
 
