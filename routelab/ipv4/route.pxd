@@ -8,7 +8,7 @@ cdef class RouteCache:
     # configuration and structure
     cdef public object kernel, cost, rng, stat, table, dst, rcu, gc_log, _hash
     cdef public long hz, buckets, mask, log, max_size, gc_elasticity, ncpus
-    cdef public object gc_min_interval, gc_timeout, gc_interval, secret_interval
+    cdef public double gc_min_interval, gc_timeout, gc_interval, secret_interval
     cdef public object hash_rnd
     cdef public bint _score_age
     cdef public double _c_rt_free
@@ -16,7 +16,7 @@ cdef class RouteCache:
     cdef public long long expire, equilibrium
     cdef public long rover, check_rover
     cdef public double last_gc
-    cdef public object check_expire_at, secret_at
+    cdef public double check_expire_at, secret_at
     cdef public long flushes, hashed
 
     cpdef long long jiffies(self, double t)
