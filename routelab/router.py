@@ -394,7 +394,9 @@ class _Run:
 
     # -- the loop --------------------------------------------------------------
     # C types for the loop's hot variables when this module is compiled (a no-op
-    # when it runs as Python; see routelab/accel.py)
+    # when it runs as Python; see routelab/accel.py).  Variables that next_timer and
+    # flush_tx read (cache, txq, use_rcu, rcu_tick) stay Python objects: Cython
+    # cannot share a typed variable with an inner function.
     @cython.locals(hz=cython.long, ncpu=cython.long, ndev=cython.long, budget=cython.long,
                    backlog_max=cython.long, i=cython.Py_ssize_t, j=cython.Py_ssize_t,
                    lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, n0=cython.Py_ssize_t,
@@ -407,7 +409,8 @@ class _Run:
                    svc=cython.double, fin=cython.double, b=cython.double, lf=cython.double,
                    dep=cython.double, step_c=cython.double, rr=cython.double,
                    cost_drop_irq=cython.double, slow_total=cython.double, cost=cython.double,
-                   key=cython.ulonglong, ik=cython.long, fu=cython.double, p0=cython.double, le=cython.double, wire=cython.double,
+                   key=cython.ulonglong, ik=cython.long, fu=cython.double, p0=cython.double,
+                   le=cython.double, wire=cython.double,
                    x=DstEntry, e=DstEntry,
                    T=list, DEV=list, KEY=list, IK=list, H=list, CLS=list, COST=list, OIF=list,
                    WIRE=list, FIFO=list, table=list, busy=list, pass_n=list, pass_t0=list,
