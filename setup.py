@@ -53,7 +53,9 @@ def ext_modules() -> list:
                                           "embedsignature": True})
     for e in exts:
         e.optional = True            # no compiler: keep going, pure Python
-        e.extra_compile_args = ["-O2"]
+        # -O1: the generated C is mostly calls into Python's C API; -O2 took twice as
+        # long to build (33 s vs 19 s for router.c here) and ran no faster
+        e.extra_compile_args = ["-O1"]
     # what the compiled modules were built from (routelab.accel compares)
     digests = {p: ACCEL.source_digest(p, ROOT) for p in ACCELERATED}
     MANIFEST.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
