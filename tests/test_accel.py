@@ -52,11 +52,12 @@ CASES = [
 ]
 
 
-def _probe(env_extra: dict, pythonpath: Path = REPO) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(pythonpath), **env_extra}
-    env.pop("ROUTELAB_PURE", None) if "ROUTELAB_PURE" not in env_extra else None
+def _probe(env_extra: dict) -> dict:
+    """Fingerprints of CASES from a fresh interpreter with ``env_extra`` set."""
+    env = {k: v for k, v in os.environ.items() if k != "ROUTELAB_PURE"}
+    env.update(PYTHONPATH=str(REPO), **env_extra)
     p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(CASES)], env=env,
-                       capture_output=True, text=True, timeout=600, cwd=pythonpath)
+                       capture_output=True, text=True, timeout=600, cwd=REPO)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout)
 
