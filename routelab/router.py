@@ -413,10 +413,15 @@ class _Run:
                    le=cython.double, wire=cython.double,
                    x=DstEntry, e=DstEntry,
                    T=list, DEV=list, KEY=list, IK=list, H=list, CLS=list, COST=list, OIF=list,
-                   WIRE=list, FIFO=list, table=list, busy=list, pass_n=list, pass_t0=list,
-                   full_until=list, full_slots=list, rx_lim=list, ring=list, weight=list,
-                   dev_napi=list, dev_cpu=list, txcap=list, link_free=list, last_end=list,
-                   rxq_dev=list, throttle=list, iv_s=list, iv_d=list, misses=list,
+                   WIRE=list, FIFO=list, table=list,
+                   busy=cython.double[:], pass_t0=cython.double[:], last_end=cython.double[:],
+                   full_until=cython.double[:], link_free=cython.double[:],
+                   pass_n=cython.longlong[:], full_slots=cython.longlong[:],
+                   rx_lim=cython.longlong[:], ring=cython.longlong[:], weight=cython.longlong[:],
+                   dev_cpu=cython.longlong[:], txcap=cython.longlong[:], misses=cython.longlong[:],
+                   dev_napi=cython.schar[:], throttle=cython.schar[:],
+                   in_ksoftirqd=cython.schar[:],
+                   rxq_dev=list, iv_s=list, iv_d=list,
                    cstat=list, chain=list, outcome=bytearray)
     def _loop(self, trace, bin_s: float, record_every: float, progress) -> Result:
         r = self.r
@@ -431,30 +436,33 @@ class _Run:
         duration = self.duration
 
         # --- devices ---
-        dev_napi = [bool(dv.profile.napi and k.napi) for dv in devs]
-        dev_cpu = [dv.cpu for dv in devs]
-        ring = [dv.ring for dv in devs]
+        # (per-device and per-CPU numbers the loop reads for every packet live in
+        # typed arrays: C arrays when this module is compiled)
+        dev_napi = array("b", [bool(dv.profile.napi and k.napi) for dv in devs])
+        dev_cpu = array("q", [dv.cpu for dv in devs])
+        ring = array("q", [dv.ring for dv in devs])
         # net_rx_action looks at its time limit between dev->poll calls: every
         # ``weight`` packets of a NAPI device (every packet of the backlog, as the
         # 2.4 loop does)
-        weight = [dv.weight if dev_napi[di] else 1 for di, dv in enumerate(devs)]
-        txcap = [dv.profile.tx_ring + (dv.txqueuelen if dv.txqueuelen is not None
-                                        else r.sysctl["txqueuelen"]) for dv in devs]
+        weight = array("q", [dv.weight if dev_napi[di] else 1 for di, dv in enumerate(devs)])
+        txcap = array("q", [dv.profile.tx_ring + (dv.txqueuelen if dv.txqueuelen is not None
+                                                  else r.sysctl["txqueuelen"]) for dv in devs])
         # RX queue: per device for NAPI rings, per CPU backlog for netif_rx; it holds
         # the service start of every admitted packet.  Starts that have passed are
         # retired lazily: only when the queue might be full (``rx_lim``) or the
         # backlog is throttled does the exact occupancy matter.
         rxq = [deque() for _ in range(ndev + ncpu)]
         rxq_dev = [rxq[di] if dev_napi[di] else rxq[ndev + devs[di].cpu] for di in range(ndev)]
-        throttle = [False] * ncpu
+        throttle = array("b", [False] * ncpu)
         backlog_max = r.sysctl["netdev_max_backlog"]
         budget = backlog_max
-        rx_lim = [ring[di] if dev_napi[di] else backlog_max + 1 for di in range(ndev)]
+        rx_lim = array("q", [ring[di] if dev_napi[di] else backlog_max + 1
+                             for di in range(ndev)])
         # A NAPI ring and the NIC FIFO behind it are full until the next service
         # start on that device: every arrival before ``full_until`` (no larger than
         # ``full_slots`` FIFO slots' worth) is missed without further work.
-        full_until = [-math.inf] * ndev
-        full_slots = [0] * ndev
+        full_until = array("d", [-math.inf] * ndev)
+        full_slots = array("q", [0] * ndev)
         stats = {name: [0] * ndev for name in (
             "rx_packets", "rx_errors", "rx_dropped", "rx_missed", "rx_fifo", "rnbc",
             "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops")}
@@ -465,21 +473,24 @@ class _Run:
         # retired lazily, before anything reads a reference count or when the
         # qdisc looks full
         txq = [deque() for _ in range(ndev)]
-        link_free = [0.0] * ndev
+        link_free = array("d", [0.0] * ndev)
 
         # --- CPUs and the two tasks of each (see _softirq_boundary) ---
-        busy = [0.0] * ncpu
-        pass_n = [0] * ncpu
-        pass_t0 = [0.0] * ncpu
+        # (the helpers below get the array objects, ``*_arr``; the loop reads the
+        # same memory through ``busy`` etc., typed views when compiled)
+        busy_arr = busy = array("d", [0.0] * ncpu)
+        pass_n = array("q", [0] * ncpu)
+        pass_t0 = array("d", [0.0] * ncpu)
         restarts = [0] * ncpu
-        in_ksoftirqd = [False] * ncpu
+        ksd_arr = in_ksoftirqd = array("b", [False] * ncpu)
         user = r.user_task
         user_left = [USER_SLICE] * ncpu
         ks_left = [KSOFTIRQD_SLICE] * ncpu
         acct_t0 = [0.0] * ncpu             # when the current task's slice last was charged
         iv_s = [[] for _ in range(ncpu)]   # softirq busy intervals: start
         iv_d = [[] for _ in range(ncpu)]   # duration
-        last_end = [-1.0] * ncpu           # end of the last interval (merge test)
+        # end of the last interval (merge test)
+        last_end_arr = last_end = array("d", [-1.0] * ncpu)
         ctxsw = [0] * ncpu
         ksoftirqd_wakeups = [0] * ncpu
         sched = {"user_ticks": [0] * ncpu, "slivers": [0] * ncpu,
@@ -499,7 +510,7 @@ class _Run:
         step_c = c["chain_step"]
         slow = cache.ip_route_input_slow if has_cache else None
         dstops = cache.dst if has_cache else None
-        misses = [0] * ncpu                # slow-path calls per CPU (in_hit at the end)
+        misses = array("q", [0] * ncpu)    # slow-path calls per CPU (in_hit at the end)
         self._lookups = [0] * ncpu         # route lookups per CPU (from the outcomes)
         rcu_tick = jiffy
 
@@ -600,8 +611,9 @@ class _Run:
                     if t >= ne:
                         if t >= nt:
                             rcu_tick = self._fire_timers(
-                                t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick,
-                                use_rcu, user, ncpu, hz, jiffy, tr, H, j if j < n0 else i)
+                                t, flush_tx, busy_arr, iv_s, iv_d, last_end_arr, prof_loop,
+                                rcu_tick, use_rcu, user, ncpu, hz, jiffy, tr, H,
+                                j if j < n0 else i)
                             nt = next_timer()
                         if t >= rec_next:
                             while rec_next <= t and rec_next <= duration:
@@ -640,7 +652,8 @@ class _Run:
                                 softnet_dropped[cpu] += 1
                                 outcome[j] = O_BACKLOG
                                 # the hard IRQ still ran and allocated the skb: CPU time lost
-                                self._charge(cpu, t, cost_drop_irq, busy, iv_s, iv_d, last_end)
+                                self._charge(cpu, t, cost_drop_irq, busy_arr, iv_s, iv_d,
+                                             last_end_arr)
                                 prof_loop["rx_drop_irq"] += cost_drop_irq
                                 t_start[j] = t
                                 continue
@@ -656,7 +669,7 @@ class _Run:
                         # ksoftirqd was running or RCU waits for a quiescent state)
                         if in_ksoftirqd[cpu] or (rcu_wake and rcu.gp_active):
                             start = self._cpu_was_free(cpu, b, t, rcu, rcu_wake, user,
-                                                       in_ksoftirqd, ks_left, acct_t0, ctxsw,
+                                                       ksd_arr, ks_left, acct_t0, ctxsw,
                                                        hz, sched)
                         else:
                             start = t
@@ -680,7 +693,7 @@ class _Run:
                                 flush_tx(start)   # the RCU callbacks read reference counts
                             start, w = self._softirq_boundary(
                                 cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
-                                in_ksoftirqd, ksoftirqd_wakeups, user, user_left, ks_left,
+                                ksd_arr, ksoftirqd_wakeups, user, user_left, ks_left,
                                 acct_t0, ctxsw, hz, prof_loop, sched)
                             svc = rr + w + cost
                             if w:
