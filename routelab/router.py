@@ -83,6 +83,20 @@ KEEP_AFTER_COLUMNS = frozenset({"cls", "oif", "nfrag", "napi", "fwd_cost", "out_
 RARE = ("rtype", "gw", "nrules", "martian", "icmp_wire_s", "fifo_slots", "path_cost", "saddr",
         "key")
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
+_COLUMN_DTYPE = {"d": np.float64, "q": np.int64, "Q": np.uint64}   # array.array codes
+
+
+def _vec(code: str, values) -> list | array:
+    """A per-CPU/per-device vector or a packet column of the loop.
+
+    Compiled, the loop reads these through typed views, so they must be flat
+    typed arrays (``array.array`` with type ``code``: "d" float, "q" int,
+    "Q" unsigned, "b" flag); interpreted, a list indexes faster.  Same
+    values either way: a Python float is a C double.
+    """
+    if cython.compiled:
+        return values if isinstance(values, array) else array(code, values)
+    return values.tolist() if isinstance(values, array) else list(values)
 
 
 def icmp_send_cost(c: dict) -> float:
@@ -412,8 +426,10 @@ class _Run:
                    key=cython.ulonglong, ik=cython.long, fu=cython.double, p0=cython.double,
                    le=cython.double, wire=cython.double,
                    x=DstEntry, e=DstEntry,
-                   T=list, DEV=list, KEY=list, IK=list, H=list, CLS=list, COST=list, OIF=list,
-                   WIRE=list, FIFO=list, table=list,
+                   T=cython.double[:], COST=cython.double[:], WIRE=cython.double[:],
+                   DEV=cython.longlong[:], IK=cython.longlong[:], H=cython.longlong[:],
+                   CLS=cython.longlong[:], OIF=cython.longlong[:], FIFO=cython.longlong[:],
+                   KEY=cython.ulonglong[:], table=list,
                    busy=cython.double[:], pass_t0=cython.double[:], last_end=cython.double[:],
                    full_until=cython.double[:], link_free=cython.double[:],
                    pass_n=cython.longlong[:], full_slots=cython.longlong[:],
@@ -436,33 +452,34 @@ class _Run:
         duration = self.duration
 
         # --- devices ---
-        # (per-device and per-CPU numbers the loop reads for every packet live in
-        # typed arrays: C arrays when this module is compiled)
-        dev_napi = array("b", [bool(dv.profile.napi and k.napi) for dv in devs])
-        dev_cpu = array("q", [dv.cpu for dv in devs])
-        ring = array("q", [dv.ring for dv in devs])
+        # (per-device and per-CPU numbers the loop reads for every packet: C arrays
+        # when this module is compiled, lists when it runs as Python; see _vec)
+        dev_napi = _vec("b", [bool(dv.profile.napi and k.napi) for dv in devs])
+        dev_cpu = _vec("q", [dv.cpu for dv in devs])
+        ring = _vec("q", [dv.ring for dv in devs])
         # net_rx_action looks at its time limit between dev->poll calls: every
         # ``weight`` packets of a NAPI device (every packet of the backlog, as the
         # 2.4 loop does)
-        weight = array("q", [dv.weight if dev_napi[di] else 1 for di, dv in enumerate(devs)])
-        txcap = array("q", [dv.profile.tx_ring + (dv.txqueuelen if dv.txqueuelen is not None
-                                                  else r.sysctl["txqueuelen"]) for dv in devs])
+        weight = _vec("q", [dv.weight if dev_napi[di] else 1 for di, dv in enumerate(devs)])
+        txq_len = [dv.txqueuelen if dv.txqueuelen is not None else r.sysctl["txqueuelen"]
+                   for dv in devs]
+        txcap_arr = txcap = _vec("q", [dv.profile.tx_ring + n for dv, n in zip(devs, txq_len, strict=True)])
         # RX queue: per device for NAPI rings, per CPU backlog for netif_rx; it holds
         # the service start of every admitted packet.  Starts that have passed are
         # retired lazily: only when the queue might be full (``rx_lim``) or the
         # backlog is throttled does the exact occupancy matter.
         rxq = [deque() for _ in range(ndev + ncpu)]
         rxq_dev = [rxq[di] if dev_napi[di] else rxq[ndev + devs[di].cpu] for di in range(ndev)]
-        throttle = array("b", [False] * ncpu)
+        throttle = _vec("b", [False] * ncpu)
         backlog_max = r.sysctl["netdev_max_backlog"]
         budget = backlog_max
-        rx_lim = array("q", [ring[di] if dev_napi[di] else backlog_max + 1
+        rx_lim = _vec("q", [ring[di] if dev_napi[di] else backlog_max + 1
                              for di in range(ndev)])
         # A NAPI ring and the NIC FIFO behind it are full until the next service
         # start on that device: every arrival before ``full_until`` (no larger than
         # ``full_slots`` FIFO slots' worth) is missed without further work.
-        full_until = array("d", [-math.inf] * ndev)
-        full_slots = array("q", [0] * ndev)
+        full_until = _vec("d", [-math.inf] * ndev)
+        full_slots = _vec("q", [0] * ndev)
         stats = {name: [0] * ndev for name in (
             "rx_packets", "rx_errors", "rx_dropped", "rx_missed", "rx_fifo", "rnbc",
             "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops")}
@@ -473,16 +490,16 @@ class _Run:
         # retired lazily, before anything reads a reference count or when the
         # qdisc looks full
         txq = [deque() for _ in range(ndev)]
-        link_free = array("d", [0.0] * ndev)
+        link_free_arr = link_free = _vec("d", [0.0] * ndev)
 
         # --- CPUs and the two tasks of each (see _softirq_boundary) ---
         # (the helpers below get the array objects, ``*_arr``; the loop reads the
         # same memory through ``busy`` etc., typed views when compiled)
-        busy_arr = busy = array("d", [0.0] * ncpu)
-        pass_n = array("q", [0] * ncpu)
-        pass_t0 = array("d", [0.0] * ncpu)
+        busy_arr = busy = _vec("d", [0.0] * ncpu)
+        pass_n = _vec("q", [0] * ncpu)
+        pass_t0 = _vec("d", [0.0] * ncpu)
         restarts = [0] * ncpu
-        ksd_arr = in_ksoftirqd = array("b", [False] * ncpu)
+        ksd_arr = in_ksoftirqd = _vec("b", [False] * ncpu)
         user = r.user_task
         user_left = [USER_SLICE] * ncpu
         ks_left = [KSOFTIRQD_SLICE] * ncpu
@@ -490,7 +507,7 @@ class _Run:
         iv_s = [[] for _ in range(ncpu)]   # softirq busy intervals: start
         iv_d = [[] for _ in range(ncpu)]   # duration
         # end of the last interval (merge test)
-        last_end_arr = last_end = array("d", [-1.0] * ncpu)
+        last_end_arr = last_end = _vec("d", [-1.0] * ncpu)
         ctxsw = [0] * ncpu
         ksoftirqd_wakeups = [0] * ncpu
         sched = {"user_ticks": [0] * ncpu, "slivers": [0] * ncpu,
@@ -510,7 +527,7 @@ class _Run:
         step_c = c["chain_step"]
         slow = cache.ip_route_input_slow if has_cache else None
         dstops = cache.dst if has_cache else None
-        misses = array("q", [0] * ncpu)    # slow-path calls per CPU (in_hit at the end)
+        misses = _vec("q", [0] * ncpu)    # slow-path calls per CPU (in_hit at the end)
         self._lookups = [0] * ncpu         # route lookups per CPU (from the outcomes)
         rcu_tick = jiffy
 
@@ -568,11 +585,14 @@ class _Run:
             n_offered += n0
             p = self._prepare(tr)
             self._classify(p)
-            cols = self._columns(tr, p)
+            # room for the echo replies this window's requests may bring back
+            spare = int(np.count_nonzero(p["cls"] == C_PING)) if reflect else 0
+            cols = self._columns(tr, p, spare)
             T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO = cols
+            T_arr, H_arr = cols[0], cols[4]     # (the objects, for the helpers)
             rare = self._rare = {name: p[name] for name in RARE}
             rare["kind"], rare["tag"] = tr.kind, tr.tag
-            # the hot columns now live in lists; free the arrays nothing reads again
+            # the hot columns now live in flat arrays; free the ones nothing reads again
             for name in [col for col in p if col not in KEEP_AFTER_COLUMNS]:
                 del p[name]
             self._rare_extra = {}
@@ -583,7 +603,7 @@ class _Run:
             # its service start at its arrival, so a packet the full RX ring misses
             # costs the loop no write at all.
             outcome = bytearray([O_MISSED]) * n0
-            t_start = array("d", T)
+            t_start = array("d", tr.t.tobytes())
             t_depart = array("d", [math.nan]) * n0
             dyn: list = []
             i = 0
@@ -595,7 +615,7 @@ class _Run:
                     hi = lo + 1
                 elif i < n0:
                     lo = i
-                    hi = bisect_right(T, dyn[0][0], i, n0) if dyn else n0
+                    hi = bisect_right(T_arr, dyn[0][0], i, n0) if dyn else n0
                     i = hi
                 else:
                     break
@@ -612,7 +632,7 @@ class _Run:
                         if t >= nt:
                             rcu_tick = self._fire_timers(
                                 t, flush_tx, busy_arr, iv_s, iv_d, last_end_arr, prof_loop,
-                                rcu_tick, use_rcu, user, ncpu, hz, jiffy, tr, H,
+                                rcu_tick, use_rcu, user, ncpu, hz, jiffy, tr, H_arr,
                                 j if j < n0 else i)
                             nt = next_timer()
                         if t >= rec_next:
@@ -759,7 +779,8 @@ class _Run:
                     fin = start + svc
                     if cls == C_REDIR:
                         # ip_forward: out by the device it came in on -- maybe a redirect
-                        w = self._ip_rt_send_redirect(j, d, start, e, txq, link_free, txcap,
+                        w = self._ip_rt_send_redirect(j, d, start, e, txq, link_free_arr,
+                                                      txcap_arr,
                                                       stats, icmp)
                         svc += w
                         fin += w
@@ -787,7 +808,7 @@ class _Run:
                             outcome[j] = 0
                             if cls == C_PING and self._ping_forwarded(
                                     tr, j, oif, dep, cols, outcome, t_start, t_depart, dyn,
-                                    ping_rtt, reflect, T):
+                                    ping_rtt, reflect, T_arr):
                                 # an echo reply was injected: pick the next packet afresh
                                 if j < n0:
                                     i = j + 1
@@ -799,11 +820,12 @@ class _Run:
                             if e is not None:
                                 e.refcnt -= 1
                     elif cls != C_REFUSED:
-                        self._other_path(cls, j, d, fin, e, outcome, t_depart, txq, link_free,
-                                         txcap, stats, mib, icmp, ping_rtt, T)
-            self._count_window(tr, p, outcome, DEV, CLS, OIF, NFRAG, stats, mib, n0)
-            acc.add(self, tr, p, outcome, t_start, t_depart, T, DEV, n0)
-            del cols, T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO, p, rare
+                        self._other_path(cls, j, d, fin, e, outcome, t_depart, txq,
+                                         link_free_arr, txcap_arr, stats, mib, icmp, ping_rtt,
+                                         T_arr)
+            self._count_window(tr, p, outcome, cols[1], cols[5], cols[7], NFRAG, stats, mib, n0)
+            acc.add(self, tr, p, outcome, t_start, t_depart, T_arr, cols[1], n0)
+            del cols, T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO, T_arr, H_arr, p, rare
             if progress is not None and ((wno + 1) % report_every == 0 or wno + 1 == nwin):
                 progress(min(1.0, t_end / duration))
 
@@ -875,12 +897,18 @@ class _Run:
             for cc in range(len(self._lookups)):
                 self._lookups[cc] += int(lk[cc])
 
-    def _columns(self, tr: PacketTrace, p: dict) -> tuple:
-        """Hot per-packet columns as Python lists (fast to index in the loop)."""
-        return (tr.t.tolist(), tr.iif.astype(np.int64).tolist(),
-                p["key"].tolist(), p["ik"].tolist(), p["h"].tolist(), p["cls"].tolist(),
-                p["cost"].tolist(), p["oif"].tolist(), p["nfrag"].tolist(),
-                p["wire_s"].tolist(), p["fifo_slots"].tolist())
+    def _columns(self, tr: PacketTrace, p: dict, spare: int = 0) -> tuple:
+        """Hot per-packet columns (see :func:`_vec`), each with ``spare`` zeroed
+        slots at the end for the echo replies the loop may inject."""
+        def col(a, code: str):
+            a = np.ascontiguousarray(a, dtype=_COLUMN_DTYPE[code])
+            if spare:
+                a = np.concatenate([a, np.zeros(spare, dtype=a.dtype)])
+            return _vec(code, array(code, a.tobytes()))
+
+        return (col(tr.t, "d"), col(tr.iif, "q"), col(p["key"], "Q"), col(p["ik"], "q"),
+                col(p["h"], "q"), col(p["cls"], "q"), col(p["cost"], "d"), col(p["oif"], "q"),
+                col(p["nfrag"], "q"), col(p["wire_s"], "d"), col(p["fifo_slots"], "q"))
 
     def _rare_of(self, j: int, name: str):
         """A rarely used column of packet ``j`` (offered or injected)."""
@@ -1218,8 +1246,8 @@ class _Run:
         if i0 >= len(tr):
             return
         sub = slice(i0, len(tr))
-        h = cache.rt_hash(tr.daddr[sub], tr.saddr[sub], tr.iif[sub], tr.tos[sub]).tolist()
-        H[i0:len(tr)] = h
+        h = cache.rt_hash(tr.daddr[sub], tr.saddr[sub], tr.iif[sub], tr.tos[sub])
+        H[i0:len(tr)] = _vec("q", array("q", np.asarray(h, dtype=np.int64).tobytes()))
 
     def _record(self, rec: dict, t: float) -> None:
         rec["t"].append(t)
@@ -1260,15 +1288,16 @@ class _Run:
             rare = {name: sub[name][0].item() for name in RARE}
             hit = self._reply_cache[key] = (vals, rare)
         vals, rare = hit
-        for col, val in zip(cols, vals):
-            col.append(val)
-        cols[0][-1] = t_arr
-        jn = len(cols[0]) - 1
+        # the next spare slot of the columns (``outcome`` grows by one per reply)
+        jn = len(outcome)
+        for col, val in zip(cols, vals, strict=True):
+            col[jn] = val
+        cols[0][jn] = t_arr
         self._rare_extra[jn] = dict(rare, kind=KIND["ping_reply"], tag=int(tr.tag[j]))
         outcome.append(O["drop_rx_missed"])    # (as every packet before the NIC takes it)
         t_start.append(t_arr)
         t_depart.append(math.nan)
-        return len(cols[0]) - 1
+        return jn
 
 
 
@@ -1306,7 +1335,7 @@ class _Accumulator:
         part["kind"].append(kinds)
         part["tag"].append(tags)
         if self.keep_times:
-            part["t"].append(np.frombuffer(array("d", T), dtype=np.float64))
+            part["t"].append(np.array(T[:n], dtype=np.float64))
             part["t_start"].append(ts.copy())
             part["t_depart"].append(np.frombuffer(t_depart, dtype=np.float64).copy())
         self.irq += hardirq_in_bins(run.r, p, {"outcome": o, "t_start": ts, "dev": dev}, n0,
