@@ -463,7 +463,8 @@ class _Run:
         weight = _vec("q", [dv.weight if dev_napi[di] else 1 for di, dv in enumerate(devs)])
         txq_len = [dv.txqueuelen if dv.txqueuelen is not None else r.sysctl["txqueuelen"]
                    for dv in devs]
-        txcap_arr = txcap = _vec("q", [dv.profile.tx_ring + n for dv, n in zip(devs, txq_len, strict=True)])
+        txcap_arr = txcap = _vec("q", [dv.profile.tx_ring + n
+                                       for dv, n in zip(devs, txq_len, strict=True)])
         # RX queue: per device for NAPI rings, per CPU backlog for netif_rx; it holds
         # the service start of every admitted packet.  Starts that have passed are
         # retired lazily: only when the queue might be full (``rx_lim``) or the
