@@ -99,6 +99,15 @@ def _vec(code: str, values) -> list | array:
     return values.tolist() if isinstance(values, array) else list(values)
 
 
+def _column(a: np.ndarray, code: str, spare: int = 0) -> list | array:
+    """A packet column for the loop (see :func:`_vec`), with ``spare`` zeroed
+    slots at the end."""
+    a = np.ascontiguousarray(a, dtype=_COLUMN_DTYPE[code])
+    if spare:
+        a = np.concatenate([a, np.zeros(spare, dtype=a.dtype)])
+    return _vec(code, array(code, a.tobytes()))
+
+
 def icmp_send_cost(c: dict) -> float:
     """CPU seconds of one ICMP message the router originates: icmp_send (with
     its output route lookup and rate-limit check), ip_output, the qdisc and
@@ -429,7 +438,8 @@ class _Run:
                    T=cython.double[:], COST=cython.double[:], WIRE=cython.double[:],
                    DEV=cython.longlong[:], IK=cython.longlong[:], H=cython.longlong[:],
                    CLS=cython.longlong[:], OIF=cython.longlong[:], FIFO=cython.longlong[:],
-                   KEY=cython.ulonglong[:], table=list,
+                   KEY=cython.ulonglong[:], RTYPE=cython.longlong[:], GW=cython.longlong[:],
+                   NRULES=cython.longlong[:], MART=cython.longlong[:], table=list,
                    busy=cython.double[:], pass_t0=cython.double[:], last_end=cython.double[:],
                    full_until=cython.double[:], link_free=cython.double[:],
                    pass_n=cython.longlong[:], full_slots=cython.longlong[:],
@@ -597,7 +607,10 @@ class _Run:
             for name in [col for col in p if col not in KEEP_AFTER_COLUMNS]:
                 del p[name]
             self._rare_extra = {}
-            RTYPE, GW, NRULES, MART = rare["rtype"], rare["gw"], rare["nrules"], rare["martian"]
+            # what the slow path needs of a packet (offered packets only: an injected
+            # reply's come from _rare_extra)
+            RTYPE, GW, NRULES, MART = [_column(rare[name], "q") for name in
+                                       ("rtype", "gw", "nrules", "martian")]
 
             # compact per-packet outputs: 1 byte / 8 bytes each instead of a Python
             # object per element.  Every packet starts as "missed by the NIC" with
@@ -749,8 +762,7 @@ class _Run:
                             misses[cpu] += 1
                             flush_tx(start)
                             if j < n0:
-                                rt_, gw_, nr_, ma_ = (RTYPE.item(j), GW.item(j), NRULES.item(j),
-                                                      MART.item(j))
+                                rt_, gw_, nr_, ma_ = RTYPE[j], GW[j], NRULES[j], MART[j]
                             else:
                                 ex = self._rare_extra[j]
                                 rt_, gw_, nr_, ma_ = (ex["rtype"], ex["gw"], ex["nrules"],
@@ -899,17 +911,12 @@ class _Run:
                 self._lookups[cc] += int(lk[cc])
 
     def _columns(self, tr: PacketTrace, p: dict, spare: int = 0) -> tuple:
-        """Hot per-packet columns (see :func:`_vec`), each with ``spare`` zeroed
+        """Hot per-packet columns (see :func:`_column`), each with ``spare`` zeroed
         slots at the end for the echo replies the loop may inject."""
-        def col(a, code: str):
-            a = np.ascontiguousarray(a, dtype=_COLUMN_DTYPE[code])
-            if spare:
-                a = np.concatenate([a, np.zeros(spare, dtype=a.dtype)])
-            return _vec(code, array(code, a.tobytes()))
-
-        return (col(tr.t, "d"), col(tr.iif, "q"), col(p["key"], "Q"), col(p["ik"], "q"),
-                col(p["h"], "q"), col(p["cls"], "q"), col(p["cost"], "d"), col(p["oif"], "q"),
-                col(p["nfrag"], "q"), col(p["wire_s"], "d"), col(p["fifo_slots"], "q"))
+        return tuple(_column(a, code, spare) for a, code in (
+            (tr.t, "d"), (tr.iif, "q"), (p["key"], "Q"), (p["ik"], "q"), (p["h"], "q"),
+            (p["cls"], "q"), (p["cost"], "d"), (p["oif"], "q"), (p["nfrag"], "q"),
+            (p["wire_s"], "d"), (p["fifo_slots"], "q")))
 
     def _rare_of(self, j: int, name: str):
         """A rarely used column of packet ``j`` (offered or injected)."""
