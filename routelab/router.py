@@ -439,7 +439,8 @@ class _Run:
                    DEV=cython.longlong[:], IK=cython.longlong[:], H=cython.longlong[:],
                    CLS=cython.longlong[:], OIF=cython.longlong[:], FIFO=cython.longlong[:],
                    KEY=cython.ulonglong[:], RTYPE=cython.longlong[:], GW=cython.longlong[:],
-                   NRULES=cython.longlong[:], MART=cython.longlong[:], table=list,
+                   NRULES=cython.longlong[:], MART=cython.longlong[:],
+                   t_start=cython.double[:], t_depart=cython.double[:], table=list,
                    busy=cython.double[:], pass_t0=cython.double[:], last_end=cython.double[:],
                    full_until=cython.double[:], link_free=cython.double[:],
                    pass_n=cython.longlong[:], full_slots=cython.longlong[:],
@@ -617,8 +618,9 @@ class _Run:
             # its service start at its arrival, so a packet the full RX ring misses
             # costs the loop no write at all.
             outcome = bytearray([O_MISSED]) * n0
-            t_start = array("d", tr.t.tobytes())
-            t_depart = array("d", [math.nan]) * n0
+            # (flat arrays with the columns' spare slots; the helpers get the objects)
+            t_start_arr = t_start = array("d", np.concatenate([tr.t, np.zeros(spare)]).tobytes())
+            t_depart_arr = t_depart = array("d", [math.nan]) * (n0 + spare)
             dyn: list = []
             i = 0
             while True:
@@ -820,7 +822,8 @@ class _Run:
                             t_depart[j] = dep
                             outcome[j] = 0
                             if cls == C_PING and self._ping_forwarded(
-                                    tr, j, oif, dep, cols, outcome, t_start, t_depart, dyn,
+                                    tr, j, oif, dep, cols, outcome, t_start_arr, t_depart_arr,
+                                    dyn,
                                     ping_rtt, reflect, T_arr):
                                 # an echo reply was injected: pick the next packet afresh
                                 if j < n0:
@@ -833,11 +836,11 @@ class _Run:
                             if e is not None:
                                 e.refcnt -= 1
                     elif cls != C_REFUSED:
-                        self._other_path(cls, j, d, fin, e, outcome, t_depart, txq,
+                        self._other_path(cls, j, d, fin, e, outcome, t_depart_arr, txq,
                                          link_free_arr, txcap_arr, stats, mib, icmp, ping_rtt,
                                          T_arr)
             self._count_window(tr, p, outcome, cols[1], cols[5], cols[7], NFRAG, stats, mib, n0)
-            acc.add(self, tr, p, outcome, t_start, t_depart, T_arr, cols[1], n0)
+            acc.add(self, tr, p, outcome, t_start_arr, t_depart_arr, T_arr, cols[1], n0)
             del cols, T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO, T_arr, H_arr, p, rare
             if progress is not None and ((wno + 1) % report_every == 0 or wno + 1 == nwin):
                 progress(min(1.0, t_end / duration))
@@ -1303,8 +1306,8 @@ class _Run:
         cols[0][jn] = t_arr
         self._rare_extra[jn] = dict(rare, kind=KIND["ping_reply"], tag=int(tr.tag[j]))
         outcome.append(O["drop_rx_missed"])    # (as every packet before the NIC takes it)
-        t_start.append(t_arr)
-        t_depart.append(math.nan)
+        t_start[jn] = t_arr
+        t_depart[jn] = math.nan
         return jn
 
 
@@ -1336,7 +1339,7 @@ class _Accumulator:
                                                   dtype=np.uint8)])
         tags = np.concatenate([tr.tag, np.array([run._rare_extra[x]["tag"] for x in extra],
                                                 dtype=np.int32)])
-        ts = np.frombuffer(t_start, dtype=np.float64)
+        ts = np.frombuffer(t_start, dtype=np.float64, count=n)
         part = self.parts
         part["outcome"].append(o)
         part["dev"].append(dev)
@@ -1345,7 +1348,7 @@ class _Accumulator:
         if self.keep_times:
             part["t"].append(np.array(T[:n], dtype=np.float64))
             part["t_start"].append(ts.copy())
-            part["t_depart"].append(np.frombuffer(t_depart, dtype=np.float64).copy())
+            part["t_depart"].append(np.frombuffer(t_depart, dtype=np.float64, count=n).copy())
         self.irq += hardirq_in_bins(run.r, p, {"outcome": o, "t_start": ts, "dev": dev}, n0,
                                     self.edges)
         for name, secs in profile_packets(run, p, o[:n0]).items():
