@@ -70,18 +70,23 @@ def fingerprint(res) -> dict:
     return out
 
 
+def _name_of(o):   # functions and other objects: by name (an address would differ)
+    return getattr(o, "__qualname__", type(o).__name__)
+
+
+def plain_fingerprint(res) -> dict:
+    """:func:`fingerprint` as plain JSON data (what ``save`` writes)."""
+    return json.loads(json.dumps(fingerprint(res), default=_name_of))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 3 or argv[1] not in ("save", "check"):
         print(__doc__)
         return 2
     got, times = {}, {}
-
-    def name_of(o):   # functions and other objects: by name (an address would differ)
-        return getattr(o, "__qualname__", type(o).__name__)
-
     for name, fn, kw in CASES:
         t0 = time.perf_counter()
-        got[name] = json.loads(json.dumps(fingerprint(fn(seed=1, **kw)), default=name_of))
+        got[name] = plain_fingerprint(fn(seed=1, **kw))
         times[name] = time.perf_counter() - t0
         print(f"{name:28s} {times[name]:6.2f} s", flush=True)
     print(f"total {sum(times.values()):.1f} s")

@@ -601,7 +601,9 @@ class _Run:
             spare = int(np.count_nonzero(p["cls"] == C_PING)) if reflect else 0
             cols = self._columns(tr, p, spare)
             T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO = cols
-            T_arr, H_arr = cols[0], cols[4]     # (the objects, for the helpers)
+            # the same columns as objects, for the helpers (T etc. are typed views
+            # when compiled)
+            T_arr, DEV_arr, H_arr, CLS_arr, OIF_arr = cols[0], cols[1], cols[4], cols[5], cols[7]
             rare = self._rare = {name: p[name] for name in RARE}
             rare["kind"], rare["tag"] = tr.kind, tr.tag
             # the hot columns now live in flat arrays; free the ones nothing reads again
@@ -716,8 +718,7 @@ class _Run:
                     else:
                         start = b
                         svc = cost
-                        pn = pass_n[cpu]
-                        pn += 1
+                        pn = pass_n[cpu] + 1
                         p0 = pass_t0[cpu]
                         wd = weight[d]
                         if pn > budget or (start - p0 >= jiffy and (pn - 1) % wd == 0):
@@ -823,8 +824,7 @@ class _Run:
                             outcome[j] = 0
                             if cls == C_PING and self._ping_forwarded(
                                     tr, j, oif, dep, cols, outcome, t_start_arr, t_depart_arr,
-                                    dyn,
-                                    ping_rtt, reflect, T_arr):
+                                    dyn, ping_rtt, reflect, T_arr):
                                 # an echo reply was injected: pick the next packet afresh
                                 if j < n0:
                                     i = j + 1
@@ -839,9 +839,10 @@ class _Run:
                         self._other_path(cls, j, d, fin, e, outcome, t_depart_arr, txq,
                                          link_free_arr, txcap_arr, stats, mib, icmp, ping_rtt,
                                          T_arr)
-            self._count_window(tr, p, outcome, cols[1], cols[5], cols[7], NFRAG, stats, mib, n0)
-            acc.add(self, tr, p, outcome, t_start_arr, t_depart_arr, T_arr, cols[1], n0)
-            del cols, T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO, T_arr, H_arr, p, rare
+            self._count_window(tr, p, outcome, DEV_arr, CLS_arr, OIF_arr, NFRAG, stats, mib, n0)
+            acc.add(self, tr, p, outcome, t_start_arr, t_depart_arr, T_arr, DEV_arr, n0)
+            del cols, T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO, p, rare
+            del T_arr, DEV_arr, H_arr, CLS_arr, OIF_arr
             if progress is not None and ((wno + 1) % report_every == 0 or wno + 1 == nwin):
                 progress(min(1.0, t_end / duration))
 
@@ -1258,7 +1259,7 @@ class _Run:
             return
         sub = slice(i0, len(tr))
         h = cache.rt_hash(tr.daddr[sub], tr.saddr[sub], tr.iif[sub], tr.tos[sub])
-        H[i0:len(tr)] = _vec("q", array("q", np.asarray(h, dtype=np.int64).tobytes()))
+        H[i0:len(tr)] = _column(h, "q")
 
     def _record(self, rec: dict, t: float) -> None:
         rec["t"].append(t)
