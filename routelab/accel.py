@@ -40,6 +40,7 @@ __all__ = ["ACCELERATED", "install", "status", "compiled", "needs_build"]
 ACCELERATED = {
     "routelab.core.dst": "routelab/core/dst.py",
     "routelab.core.rcu": "routelab/core/rcu.py",
+    "routelab.core.queues": "routelab/core/queues.py",
     "routelab.ipv4.route": "routelab/ipv4/route.py",
     "routelab.router": "routelab/router.py",
 }

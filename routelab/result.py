@@ -137,7 +137,7 @@ class Result:
     # -- construction -------------------------------------------------------
     @classmethod
     def assemble(cls, run, acc, n0, stats, mib, icmp, softnet_dropped, softnet_throttled,
-                 time_squeeze, iv_s, iv_d, bin_s, rec, prof_loop, ping_rtt, ctxsw,
+                 time_squeeze, ivlog, bin_s, rec, prof_loop, ping_rtt, ctxsw,
                  ksoftirqd_wakeups) -> "Result":
         """Build the result from the loop's accumulator (``router._Accumulator``)
         and counters; ``n0`` is the number of offered packets."""
@@ -146,8 +146,8 @@ class Result:
         packets = acc.packets()
         nb = max(1, int(math.ceil(duration / bin_s)))
         edges = np.arange(nb + 1) * bin_s
-        soft = np.vstack([busy_in_bins(iv_s[c], iv_d[c], edges) / bin_s
-                          for c in range(r.ncpus)])
+        intervals = [lg.arrays() for lg in ivlog]     # (starts, durations) per CPU
+        soft = np.vstack([busy_in_bins(s_, d_, edges) / bin_s for s_, d_ in intervals])
         busy = np.clip(soft, 0.0, 1.0)
         irq = np.minimum(acc.irq / bin_s, busy)
         soft = busy - irq
@@ -155,7 +155,7 @@ class Result:
         cpu = {"t": edges[:-1], "bin_s": bin_s, "softirq": soft, "irq": irq,
                "user": other if r.user_task else np.zeros_like(soft),
                "idle": np.zeros_like(soft) if r.user_task else other,
-               "intervals": [(np.asarray(iv_s[c]), np.asarray(iv_d[c])) for c in range(r.ncpus)]}
+               "intervals": intervals}
         cache = {k: np.asarray(v) for k, v in rec.items()}
         cc = run.cache
         counters = {

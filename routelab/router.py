@@ -35,7 +35,6 @@ import heapq
 import math
 from array import array
 from bisect import bisect_right
-from collections import deque
 from dataclasses import dataclass, field
 
 import cython
@@ -43,6 +42,7 @@ import numpy as np
 
 from . import costs as _costs
 from .core.dst import DstEntry
+from .core.queues import IntervalLog, TimeQueue, TxQueue
 from .core.skbuff import KIND, PacketTrace
 from .errors import KnobError
 from .hardware import CpuProfile, NicProfile, cpu_profile, nic_profile
@@ -113,20 +113,6 @@ def icmp_send_cost(c: dict) -> float:
     its output route lookup and rate-limit check), ip_output, the qdisc and
     the driver."""
     return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
-
-
-@cython.locals(now=cython.double, x=DstEntry)
-def _retire(oq: deque, now: float) -> int:
-    """Retire the frames of a TX queue that left the wire by ``now``; return its length.
-
-    Kernel: the driver's TX-completion path frees each sent skb (``kfree_skb``
-    -> ``dst_release``).
-    """
-    while oq and oq[0][0] <= now:
-        x = oq.popleft()[1]
-        if x is not None:
-            x.refcnt -= 1
-    return len(oq)
 
 
 def _next_tick(x: float, hz: int) -> float:
@@ -434,21 +420,21 @@ class _Run:
                    cost_drop_irq=cython.double, slow_total=cython.double, cost=cython.double,
                    key=cython.ulonglong, ik=cython.long, fu=cython.double, p0=cython.double,
                    le=cython.double, wire=cython.double,
-                   x=DstEntry, e=DstEntry,
+                   x=DstEntry, e=DstEntry, q=TimeQueue, oq=TxQueue, lg=IntervalLog,
                    T=cython.double[:], COST=cython.double[:], WIRE=cython.double[:],
                    DEV=cython.longlong[:], IK=cython.longlong[:], H=cython.longlong[:],
                    CLS=cython.longlong[:], OIF=cython.longlong[:], FIFO=cython.longlong[:],
                    KEY=cython.ulonglong[:], RTYPE=cython.longlong[:], GW=cython.longlong[:],
                    NRULES=cython.longlong[:], MART=cython.longlong[:],
                    t_start=cython.double[:], t_depart=cython.double[:], table=list,
-                   busy=cython.double[:], pass_t0=cython.double[:], last_end=cython.double[:],
+                   busy=cython.double[:], pass_t0=cython.double[:],
                    full_until=cython.double[:], link_free=cython.double[:],
                    pass_n=cython.longlong[:], full_slots=cython.longlong[:],
                    rx_lim=cython.longlong[:], ring=cython.longlong[:], weight=cython.longlong[:],
                    dev_cpu=cython.longlong[:], txcap=cython.longlong[:], misses=cython.longlong[:],
                    dev_napi=cython.schar[:], throttle=cython.schar[:],
                    in_ksoftirqd=cython.schar[:],
-                   rxq_dev=list, iv_s=list, iv_d=list,
+                   rxq_dev=list, ivlog=list,
                    cstat=list, chain=list, outcome=bytearray)
     def _loop(self, trace, bin_s: float, record_every: float, progress) -> Result:
         r = self.r
@@ -480,7 +466,8 @@ class _Run:
         # the service start of every admitted packet.  Starts that have passed are
         # retired lazily: only when the queue might be full (``rx_lim``) or the
         # backlog is throttled does the exact occupancy matter.
-        rxq = [deque() for _ in range(ndev + ncpu)]
+        rxq = [TimeQueue(ring[di] + 2 if dev_napi[di] else 16) for di in range(ndev)] \
+            + [TimeQueue(r.sysctl["netdev_max_backlog"] + 2) for _ in range(ncpu)]
         rxq_dev = [rxq[di] if dev_napi[di] else rxq[ndev + devs[di].cpu] for di in range(ndev)]
         throttle = _vec("b", [False] * ncpu)
         backlog_max = r.sysctl["netdev_max_backlog"]
@@ -501,7 +488,7 @@ class _Run:
         # (depart, dst or None), FIFO per link; frames already off the wire are
         # retired lazily, before anything reads a reference count or when the
         # qdisc looks full
-        txq = [deque() for _ in range(ndev)]
+        txq = [TxQueue(n) for n in txcap]
         link_free_arr = link_free = _vec("d", [0.0] * ndev)
 
         # --- CPUs and the two tasks of each (see _softirq_boundary) ---
@@ -516,10 +503,7 @@ class _Run:
         user_left = [USER_SLICE] * ncpu
         ks_left = [KSOFTIRQD_SLICE] * ncpu
         acct_t0 = [0.0] * ncpu             # when the current task's slice last was charged
-        iv_s = [[] for _ in range(ncpu)]   # softirq busy intervals: start
-        iv_d = [[] for _ in range(ncpu)]   # duration
-        # end of the last interval (merge test)
-        last_end_arr = last_end = _vec("d", [-1.0] * ncpu)
+        ivlog = [IntervalLog() for _ in range(ncpu)]   # softirq busy intervals
         ctxsw = [0] * ncpu
         ksoftirqd_wakeups = [0] * ncpu
         sched = {"user_ticks": [0] * ncpu, "slivers": [0] * ncpu,
@@ -557,8 +541,8 @@ class _Run:
             # the RCU callbacks, so completions are applied just before those
             # run rather than after every packet (same result, less work).
             for oq in txq:
-                if oq and oq[0][0] <= now:
-                    _retire(oq, now)
+                if oq.n and oq.first() <= now:
+                    oq.retire(now)
 
         nt = next_timer()
         rec_next = 0.0
@@ -649,7 +633,7 @@ class _Run:
                     if t >= ne:
                         if t >= nt:
                             rcu_tick = self._fire_timers(
-                                t, flush_tx, busy_arr, iv_s, iv_d, last_end_arr, prof_loop,
+                                t, flush_tx, busy_arr, ivlog, prof_loop,
                                 rcu_tick, use_rcu, user, ncpu, hz, jiffy, tr, H_arr,
                                 j if j < n0 else i)
                             nt = next_timer()
@@ -664,11 +648,9 @@ class _Run:
                     cpu = dev_cpu[d]
                     # ---- receive: NIC ring (NAPI) or per-CPU backlog (netif_rx) ----
                     q = rxq_dev[d]
-                    if len(q) >= rx_lim[d] or throttle[cpu]:
+                    if q.n >= rx_lim[d] or throttle[cpu]:
                         # possibly full: retire the packets whose service has begun
-                        while q and q[0] <= t:
-                            q.popleft()
-                        ql = len(q)
+                        ql = q.retire(t)
                         if dev_napi[d]:
                             if ql >= ring[d]:
                                 if ql >= ring[d] + FIFO[j]:
@@ -676,7 +658,7 @@ class _Run:
                                     # (counted per device at the end of the window)
                                     outcome[j] = O_MISSED
                                     t_start[j] = t
-                                    full_until[d] = q[0]
+                                    full_until[d] = q.first()
                                     full_slots[d] = FIFO[j]
                                     continue
                                 # no free descriptor: the frame waits in the NIC FIFO
@@ -690,8 +672,7 @@ class _Run:
                                 softnet_dropped[cpu] += 1
                                 outcome[j] = O_BACKLOG
                                 # the hard IRQ still ran and allocated the skb: CPU time lost
-                                self._charge(cpu, t, cost_drop_irq, busy_arr, iv_s, iv_d,
-                                             last_end_arr)
+                                self._charge(cpu, t, cost_drop_irq, busy_arr, ivlog)
                                 prof_loop["rx_drop_irq"] += cost_drop_irq
                                 t_start[j] = t
                                 continue
@@ -739,7 +720,7 @@ class _Run:
                             pn = 1
                             pass_t0[cpu] = start
                         pass_n[cpu] = pn
-                    q.append(start)
+                    q.push(start)
                     t_start[j] = start
                     cls = CLS[j]
                     e = None
@@ -801,25 +782,20 @@ class _Run:
                         svc += w
                         fin += w
                     busy[cpu] = fin
-                    le = last_end[cpu]
-                    if start == le:
-                        iv_d[cpu][-1] += svc
-                    else:
-                        iv_s[cpu].append(start)
-                        iv_d[cpu].append(svc)
-                    last_end[cpu] = fin
+                    lg = ivlog[cpu]
+                    lg.add(start, svc, fin)
                     if cls == C_FWD or cls == C_PING or cls == C_REDIR:
                         # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
                         # (ForwDatagrams, FragOKs/FragCreates, tx_packets: at the end)
                         oif = OIF[j]
                         oq = txq[oif]
                         cap = txcap[oif]
-                        if len(oq) < cap or _retire(oq, fin) < cap:
+                        if oq.n < cap or oq.retire(fin) < cap:
                             lf = link_free[oif]
                             wire = WIRE[j]
                             dep = (lf if lf > fin else fin) + wire
                             link_free[oif] = dep
-                            oq.append((dep, e))
+                            oq.push(dep, e)
                             t_depart[j] = dep
                             outcome[j] = 0
                             if cls == C_PING and self._ping_forwarded(
@@ -852,15 +828,12 @@ class _Run:
                 row[S_IN_HIT] += self._lookups[cc] - misses[cc]
         # ---- drain: transmit completions after the last arrival ----
         for oq in txq:
-            for _, x in oq:
-                if x is not None:
-                    x.refcnt -= 1
-            oq.clear()
+            oq.drain()
         while rec_next <= duration:
             self._record(rec, rec_next)
             rec_next += record_every
         res = Result.assemble(self, acc, n_offered, stats, mib, icmp, softnet_dropped,
-                              softnet_throttled, time_squeeze, iv_s, iv_d, bin_s, rec, prof_loop,
+                              softnet_throttled, time_squeeze, ivlog, bin_s, rec, prof_loop,
                               ping_rtt, ctxsw, ksoftirqd_wakeups)
         res.counters["sched"] = sched
         return res
@@ -950,7 +923,7 @@ class _Run:
             ping_rtt.setdefault(tag, [math.nan, math.nan])[1] = dep
         return False
 
-    def _fire_timers(self, t, flush_tx, busy, iv_s, iv_d, last_end, prof_loop, rcu_tick,
+    def _fire_timers(self, t, flush_tx, busy, ivlog, prof_loop, rcu_tick,
                      use_rcu, user, ncpu, hz, jiffy, tr, H, i) -> float:
         """Run every timer due by ``t`` (on CPU 0, or on each CPU for RCU ticks)."""
         cache = self.cache
@@ -972,7 +945,7 @@ class _Run:
                     if busy[cc] <= due and rcu.done[cc]:
                         w = rcu.rcu_tasklet(cc, due)
                         prof_loop["rcu_tasklet"] += w
-                        self._charge(cc, due, w, busy, iv_s, iv_d, last_end)
+                        self._charge(cc, due, w, busy, ivlog)
                 rcu_tick = _next_tick(due, hz)
                 continue
             # the handler gets CPU 0 after the softirq work queued before it:
@@ -986,20 +959,15 @@ class _Run:
                 w = cache.rt_secret_rebuild(due)
                 self._rehash(tr, H, i)   # new hash key for every packet still to come
             prof_loop["timers"] += w
-            self._charge(0, due, w, busy, iv_s, iv_d, last_end)
+            self._charge(0, due, w, busy, ivlog)
 
     @staticmethod
-    def _charge(cpu, due, w, busy, iv_s, iv_d, last_end) -> None:
+    def _charge(cpu, due, w, busy, ivlog) -> None:
         """Charge ``w`` seconds of work (a timer, the RCU tasklet, the hard IRQ of a
         dropped packet) to ``cpu``, starting at ``due`` or when it is next free."""
         s0 = busy[cpu] if busy[cpu] > due else due
-        if s0 == last_end[cpu]:
-            iv_d[cpu][-1] += w
-        else:
-            iv_s[cpu].append(s0)
-            iv_d[cpu].append(w)
+        ivlog[cpu].add(s0, w, s0 + w)
         busy[cpu] = s0 + w
-        last_end[cpu] = s0 + w
 
     @staticmethod
     def _cpu_was_free(cpu, b, t, rcu, rcu_wake, user, in_ksoftirqd, ks_left, acct_t0, ctxsw, hz,
@@ -1243,13 +1211,13 @@ class _Run:
     def _emit_icmp(dev: int, t: float, wire: float, txq, link_free, txcap, stats) -> float:
         """Queue an ICMP message the router originates on ``dev``."""
         q = txq[dev]
-        if _retire(q, t) >= txcap[dev]:   # TX completions up to now free their slots
+        if q.retire(t) >= txcap[dev]:   # TX completions up to now free their slots
             stats["qdisc_drops"][dev] += 1
             return math.nan
         lf = link_free[dev]
         dep = (lf if lf > t else t) + wire
         link_free[dev] = dep
-        q.append((dep, None))
+        q.push(dep, None)
         stats["tx_packets"][dev] += 1
         return dep
 

@@ -1,0 +1,34 @@
+# C types for queues.py when it is compiled (see setup.py, routelab/accel.py):
+# the loop's queues are C classes holding C doubles, and their methods are C
+# calls from the compiled loop.
+from routelab.core.dst cimport DstEntry
+
+
+cdef class TimeQueue:
+    cdef public object buf
+    cdef double[:] v
+    cdef public Py_ssize_t mask, head, n
+
+    cpdef double first(self)
+    cpdef void push(self, double x)
+    cpdef Py_ssize_t retire(self, double t)
+
+
+cdef class TxQueue:
+    cdef public object buf
+    cdef double[:] v
+    cdef public list dst
+    cdef public Py_ssize_t mask, head, n
+
+    cpdef double first(self)
+    cpdef void push(self, double dep, object e)
+    cpdef Py_ssize_t retire(self, double now)
+
+
+cdef class IntervalLog:
+    cdef public object sbuf, dbuf
+    cdef double[:] s, d
+    cdef public Py_ssize_t cap, n
+    cdef public double last_end
+
+    cpdef void add(self, double start, double dur, double end)
