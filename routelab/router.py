@@ -102,10 +102,25 @@ def _vec(code: str, values) -> list | array:
 def _column(a: np.ndarray, code: str, spare: int = 0) -> list | array:
     """A packet column for the loop (see :func:`_vec`), with ``spare`` zeroed
     slots at the end."""
+    if cython.compiled:
+        # one zero-filled array.array, then one (converting) copy into it
+        n = len(a)
+        out = array(code, [0]) * (n + spare)
+        np.frombuffer(out, dtype=_COLUMN_DTYPE[code], count=n)[:] = a
+        return out
     a = np.ascontiguousarray(a, dtype=_COLUMN_DTYPE[code])
     if spare:
         a = np.concatenate([a, np.zeros(spare, dtype=a.dtype)])
-    return _vec(code, array(code, a.tobytes()))
+    return a.tolist()
+
+
+def _col_np(col, n: int) -> np.ndarray:
+    """The first ``n`` values of a loop column (see :func:`_column`) as a numpy
+    array: a view of the array.array when compiled (do not keep it), a new
+    array when the column is a list."""
+    if isinstance(col, array):
+        return np.frombuffer(col, dtype=_COLUMN_DTYPE[col.typecode], count=n)
+    return np.array(col[:n])
 
 
 def icmp_send_cost(c: dict) -> float:
@@ -877,7 +892,8 @@ class _Run:
         mib["FragOKs"] += int(np.count_nonzero(frag))
         mib["FragCreates"] += int(nfrag[frag].sum())
         sent = o == O["forwarded"]
-        tx = np.bincount(oif[sent], weights=nfrag[sent], minlength=ndev)
+        # (packets not sent are counted in an extra bin ndev and ignored)
+        tx = np.bincount(np.where(sent, oif, ndev), weights=nfrag, minlength=ndev + 1)
         for di in range(ndev):
             stats["tx_packets"][di] += int(tx[di])
         if self.cache is not None:
@@ -1302,7 +1318,7 @@ class _Accumulator:
 
         n = len(outcome)
         o = np.frombuffer(outcome, dtype=np.uint8).astype(np.int8)
-        dev = np.fromiter(DEV, dtype=np.int16, count=n)
+        dev = _col_np(DEV, n).astype(np.int16)
         extra = sorted(run._rare_extra)
         kinds = np.concatenate([tr.kind, np.array([run._rare_extra[x]["kind"] for x in extra],
                                                   dtype=np.uint8)])
@@ -1315,7 +1331,7 @@ class _Accumulator:
         part["kind"].append(kinds)
         part["tag"].append(tags)
         if self.keep_times:
-            part["t"].append(np.array(T[:n], dtype=np.float64))
+            part["t"].append(_col_np(T, n).astype(np.float64))
             part["t_start"].append(ts.copy())
             part["t_depart"].append(np.frombuffer(t_depart, dtype=np.float64, count=n).copy())
         self.irq += hardirq_in_bins(run.r, p, {"outcome": o, "t_start": ts, "dev": dev}, n0,

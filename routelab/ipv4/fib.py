@@ -142,7 +142,7 @@ class Fib:
             if not pending.any():
                 break
             sel = pending.copy()
-            examined[sel] += 1
+            examined += sel
             if rule.src is not None:
                 net, plen = parse_prefix(rule.src)
                 sel &= _match(saddr, net, plen)
@@ -159,9 +159,9 @@ class Fib:
             for net, plen, rt, o, g in self._tables.get(rule.table, []):
                 hit = sel & ~found & _match(daddr, net, plen)
                 if hit.any():
-                    rtype[hit] = rt
-                    oif[hit] = o
-                    gw[hit] = g
+                    np.copyto(rtype, rt, where=hit, casting="unsafe")
+                    np.copyto(oif, o, where=hit, casting="unsafe")
+                    np.copyto(gw, g, where=hit, casting="unsafe")
                     found |= hit
             pending &= ~found
         return rtype, oif, gw, examined

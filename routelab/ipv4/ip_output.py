@@ -33,16 +33,26 @@ def ip_output_plan(length, oif, mtu, df, cost: dict, copy_s_per_byte: float,
     """
     length = np.asarray(length, dtype=np.int64)
     oif_c = np.maximum(np.asarray(oif), 0)
-    m = np.asarray(mtu, dtype=np.int64)[oif_c]
-    payload = np.maximum(length - 20, 0)
-    plan = fragment_plan(payload, np.clip(m, 68, 65535))
-    nfrag = np.where(np.asarray(df, dtype=bool), 1, plan.n_frags)
-    ip_total = np.where(nfrag > 1, payload + nfrag * 20, length)
-    # every fragment is its own Ethernet frame with its own framing overhead
-    wire = np.where(nfrag > 1, ip_total + nfrag * 38, wire_bytes(length))
+    m = np.clip(np.asarray(mtu, dtype=np.int64)[oif_c], 68, 65535)
+    napi = np.asarray(out_napi, dtype=bool)
     per_frag = (cost["dev_queue_xmit"] + cost["hard_start_xmit"] + cost["tx_complete"]
-                + np.where(np.asarray(out_napi, dtype=bool), 0.0, cost["tx_irq"]))
-    frag_cost = np.where(nfrag > 1, nfrag * cost["ip_fragment"] + payload * copy_s_per_byte,
-                         0.0)
-    out = cost["ip_output"] + frag_cost + nfrag * per_frag
-    return {"nfrag": nfrag.astype(np.int64), "wire_bytes": wire, "out_cost": out}
+                + np.where(napi, 0.0, cost["tx_irq"]))
+    # Most packets fit their MTU: one frame, no ip_fragment.  Only the others go
+    # through fragment_plan (the same arithmetic, on that subset).
+    nfrag = np.ones(length.shape, dtype=np.int64)
+    wire = wire_bytes(length)
+    out = cost["ip_output"] + np.broadcast_to(per_frag, length.shape)
+    big = np.flatnonzero((length > m) | (length > 65535))
+    if big.size:
+        lb = length[big]
+        payload = np.maximum(lb - 20, 0)
+        plan = fragment_plan(payload, m[big])
+        nf = np.where(np.asarray(df, dtype=bool)[big], 1, plan.n_frags)
+        ip_total = np.where(nf > 1, payload + nf * 20, lb)
+        # every fragment is its own Ethernet frame with its own framing overhead
+        wire[big] = np.where(nf > 1, ip_total + nf * 38, wire[big])
+        pf = per_frag[big] if per_frag.ndim else per_frag
+        frag_cost = np.where(nf > 1, nf * cost["ip_fragment"] + payload * copy_s_per_byte, 0.0)
+        out[big] = cost["ip_output"] + frag_cost + nf * pf
+        nfrag[big] = nf
+    return {"nfrag": nfrag, "wire_bytes": wire, "out_cost": out}
