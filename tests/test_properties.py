@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from routelab import CPUS, KERNELS
 from routelab import router as router_mod
-from routelab.core.dst import DESTROYED, GARBAGE, RCU_PENDING, DstOps
-from routelab.core.rcu import Rcu
+from routelab.core import dst as dst_mod
+from routelab.core import rcu as rcu_mod
+from routelab.core.dst import DESTROYED, GARBAGE, RCU_PENDING
 from routelab.scenarios import ping
 
 KNOBS = st.fixed_dictionaries({
@@ -71,16 +72,14 @@ class Watch:
             watch.check_sample(run)
 
         self.destroyed: list = []
-        orig_destroy = DstOps.dst_destroy
 
-        def destroy(ops, e):
-            t = orig_destroy(ops, e)      # raises if e is still referenced
+        def destroyed(ops, e):
+            # (called after dst_destroy, which raises if e is still referenced)
             watch.destroyed.append(e)
-            return t
 
         mp.setattr(router_mod._Run, "__init__", init)
         mp.setattr(router_mod._Run, "_record", record)
-        mp.setattr(DstOps, "dst_destroy", destroy)
+        mp.setitem(dst_mod.HOOKS, "dst_destroy", destroyed)
 
     def check_sample(self, run) -> None:
         self.samples += 1
@@ -223,22 +222,17 @@ def test_invariants_with_receive_work_on_both_cpus(kernel):
     r = Router(kernel, "p4-xeon-2400x2", devs, fib,
                sysctl={"ram_mb": 4, "gc_thresh": 16, "max_size": 128, "gc_min_interval": 0.0})
     queued, freed = {}, {}
-    orig_call, orig_init = Rcu.call_rcu, Rcu.__init__
 
     def call_rcu(rcu, cpu, entry, now):
         queued[entry.uid] = now
-        return orig_call(rcu, cpu, entry, now)
 
-    def init(rcu, mode, ncpus, maxbatch, free, cost):
-        def logged_free(entry, now):
-            freed[entry.uid] = now
-            return free(entry, now)
-        orig_init(rcu, mode, ncpus, maxbatch, logged_free, cost)
+    def rcu_free(entry, now):
+        freed[entry.uid] = now
 
     with pytest.MonkeyPatch.context() as mp:
         w = Watch(mp)
-        mp.setattr(Rcu, "call_rcu", call_rcu)
-        mp.setattr(Rcu, "__init__", init)
+        mp.setitem(rcu_mod.HOOKS, "call_rcu", call_rcu)
+        mp.setitem(rcu_mod.HOOKS, "rcu_free", rcu_free)
         res = r.run(tr, 0.5)
     _check_result(res, w.runs[0], w.destroyed)
     rcu = w.runs[0].cache.rcu

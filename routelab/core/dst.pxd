@@ -23,3 +23,21 @@ cdef class DstEntry:
     cdef public object rate_tokens
     cdef public double rate_last
     cdef public long long uid
+
+    cpdef void _reset(self, long long uid, double now)
+
+
+cdef class DstOps:
+    cdef public long long gc_thresh, entries, _uid
+    cdef public object gc, on_destroy
+    cdef public list garbage
+    cdef public double gc_timer_at, gc_timer_expires, gc_timer_inc
+    cdef public double _c_alloc, _c_destroy, _c_run, _c_entry
+    cdef public long long allocated, destroyed, alloc_failed, gc_runs, gc_walked
+    cdef public list gc_run_log
+
+    cpdef tuple dst_alloc(self, double now, long cpu)
+    cpdef DstEntry new_entry(self, double now)
+    cpdef double dst_destroy(self, DstEntry e) except? -1.0
+    cpdef double dst_free(self, DstEntry e, double now) except? -1.0
+    cpdef double dst_run_gc(self, double now) except? -1.0

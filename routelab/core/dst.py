@@ -28,7 +28,7 @@ from collections.abc import Callable
 import cython
 
 __all__ = ["DstEntry", "DstOps", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX",
-           "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED"]
+           "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED", "HOOKS"]
 
 DST_GC_MIN = 0.1     # HZ/10
 DST_GC_INC = 0.5     # HZ/2
@@ -37,6 +37,12 @@ DST_GC_MAX = 120.0   # 120*HZ
 # Life-cycle states of an entry (for invariants and plots; the kernel infers
 # them from obsolete/refcnt and list membership).
 LIVE, HASHED, RCU_PENDING, GARBAGE, DESTROYED = range(5)
+
+#: Observation hooks for tests (not kernel behaviour).  A ``DstOps`` created
+#: while ``HOOKS["dst_destroy"]`` is set calls it as ``hook(ops, entry)``
+#: after destroying an entry.  (The compiled classes cannot be monkeypatched,
+#: so invariant checks hook in here.)
+HOOKS: dict = {"dst_destroy": None}
 
 
 class DstEntry:
@@ -52,6 +58,10 @@ class DstEntry:
                  "bucket", "rate_tokens", "rate_last", "uid")
 
     def __init__(self, uid: int, now: float) -> None:
+        self._reset(uid, now)
+
+    def _reset(self, uid: int, now: float) -> None:
+        """Every field to its fresh value (``dst_alloc`` zeroes the entry)."""
         self.uid = uid
         self.key = 0
         self.ik = 0
@@ -115,6 +125,7 @@ class DstOps:
         self._c_destroy = cost["dst_destroy"]
         self._c_run = cost["dst_run_gc"]
         self._c_entry = cost["dst_gc_entry"]
+        self.on_destroy = HOOKS["dst_destroy"]
         # statistics
         self.allocated = 0
         self.destroyed = 0
@@ -140,13 +151,19 @@ class DstOps:
             if not ok:
                 self.alloc_failed += 1
                 return None, t
+        return self.new_entry(now), t
+
+    def new_entry(self, now: float) -> DstEntry:
+        """The allocation itself, after ``dst_alloc``'s GC check: a fresh entry
+        (refcnt 0) counted in ``entries``.  (The route cache's slow path calls
+        its GC and then this directly; see ``RouteCache.ip_route_input_slow``.)"""
         self._uid += 1
-        e = DstEntry(self._uid, now)
+        e = DstEntry.__new__(DstEntry)     # (no __init__ call: _reset sets every field)
+        e._reset(self._uid, now)
         self.entries += 1
         self.allocated += 1
-        return e, t
+        return e
 
-    @cython.locals(e=DstEntry)
     def dst_destroy(self, e: DstEntry) -> float:
         """Free an entry for good; ``entries`` drops only here.
 
@@ -159,9 +176,10 @@ class DstOps:
         e.state = DESTROYED
         self.entries -= 1
         self.destroyed += 1
+        if self.on_destroy is not None:
+            self.on_destroy(self, e)
         return self._c_destroy
 
-    @cython.locals(e=DstEntry)
     def dst_free(self, e: DstEntry, now: float) -> float:
         """Release the cache's hold on an entry.
 

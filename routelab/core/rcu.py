@@ -44,9 +44,17 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from .dst import RCU_PENDING
+import cython
 
-__all__ = ["Rcu", "QS_KINDS"]
+from .dst import RCU_PENDING, DstEntry, DstOps
+
+__all__ = ["Rcu", "QS_KINDS", "HOOKS"]
+
+#: Observation hooks for tests (not kernel behaviour).  An ``Rcu`` created
+#: while a hook is set calls ``HOOKS["call_rcu"](rcu, cpu, entry, now)`` on
+#: every ``call_rcu`` and ``HOOKS["rcu_free"](entry, now)`` just before each
+#: callback frees its entry.  (The compiled class cannot be monkeypatched.)
+HOOKS: dict = {"call_rcu": None, "rcu_free": None}
 
 QS_KINDS = {
     "none": frozenset(),
@@ -66,21 +74,30 @@ class Rcu:
     ncpus : int
     maxbatch : int
         Callbacks per tasklet run (0 = unlimited).
-    free : callable(entry, now) -> seconds
-        What a callback does (``dst_rcu_free`` -> ``dst_free``).
+    free : callable(entry, now) -> seconds, or DstOps
+        What a callback does (``dst_rcu_free`` -> ``dst_free``); a ``DstOps``
+        stands for its ``dst_free`` (called directly when compiled).
     cost : dict
         Seconds for ``rcu_callback`` and ``rcu_tasklet``.
     """
 
     def __init__(self, mode: str, ncpus: int, maxbatch: int,
-                 free: Callable, cost: dict) -> None:
+                 free: Callable | DstOps, cost: dict) -> None:
         if mode not in QS_KINDS:
             raise ValueError(f"unknown RCU mode {mode!r}")
         self.mode = mode
+        self._none = mode == "none"
         self.qs_kinds = QS_KINDS[mode]
         self.ncpus = ncpus
         self.maxbatch = maxbatch
-        self.free = free
+        if isinstance(free, DstOps):
+            self.ops = free
+            self.free = free.dst_free
+        else:
+            self.ops = None
+            self.free = free
+        self.on_call = HOOKS["call_rcu"]
+        self.on_free = HOOKS["rcu_free"]
         self._c_cb = cost["rcu_callback"]
         self._c_tasklet = cost["rcu_tasklet"]
         self.nxt = [[] for _ in range(ncpus)]
@@ -98,15 +115,17 @@ class Rcu:
         self.invoked = 0
 
     # -- queueing -----------------------------------------------------------
-    def call_rcu(self, cpu: int, entry, now: float) -> float:
+    def call_rcu(self, cpu: int, entry: DstEntry, now: float) -> float:
         """Queue ``entry`` to be freed after a grace period.
 
         Kernel: kernel/rcupdate.c call_rcu / call_rcu_bh.
         Returns the seconds charged now (the free itself is charged when the
         callback runs).
         """
-        if self.mode == "none":
-            return self.free(entry, now)
+        if self.on_call is not None:
+            self.on_call(self, cpu, entry, now)
+        if self._none:
+            return self._free(entry, now)
         entry.state = RCU_PENDING
         self.nxt[cpu].append(entry)
         self.pending += 1
@@ -170,6 +189,14 @@ class Rcu:
             self._start_gp(max(t, self.last_call))
 
     # -- callbacks ----------------------------------------------------------
+    def _free(self, entry: DstEntry, now: float) -> float:
+        """The callback: free ``entry``; return its seconds."""
+        if self.on_free is not None:
+            self.on_free(entry, now)
+        if self.ops is not None:
+            return self.ops.dst_free(entry, now)
+        return self.free(entry, now)
+
     def has_done(self, cpu: int) -> bool:
         return bool(self.done[cpu])
 
@@ -183,9 +210,8 @@ class Rcu:
             return 0.0
         n = len(done) if self.maxbatch == 0 else min(self.maxbatch, len(done))
         t = self._c_tasklet + n * self._c_cb
-        free = self.free
         for _ in range(n):
-            t += free(done.popleft(), now)
+            t += self._free(done.popleft(), now)
         self.pending -= n
         self.invoked += n
         return t

@@ -38,7 +38,9 @@ from .fib import RTN
 
 _RTN_LOCAL = RTN["local"]
 _RTN_BROADCAST = RTN["broadcast"]
-_RTN_NO_ROUTE = frozenset((RTN["unreachable"], RTN["blackhole"], RTN["prohibit"]))
+_RTN_UNREACHABLE = RTN["unreachable"]
+_RTN_BLACKHOLE = RTN["blackhole"]
+_RTN_PROHIBIT = RTN["prohibit"]
 
 __all__ = ["RouteCache", "gc_scan_cost", "rt_hash_size", "rt_hash_jhash", "rt_hash_fold",
            "STAT_FIELDS"]
@@ -178,7 +180,7 @@ class RouteCache:
         self.ncpus = ncpus
         self.stat = [[0] * 17 for _ in range(ncpus)]
         self.dst = DstOps(sysctl["gc_thresh"], self.rt_garbage_collect, cost)
-        self.rcu = Rcu(kernel.rcu, ncpus, rcu_maxbatch, self.dst.dst_free, cost)
+        self.rcu = Rcu(kernel.rcu, ncpus, rcu_maxbatch, self.dst, cost)
         # rt_garbage_collect statics
         self.expire = int(round(self.gc_timeout * self.hz))
         self.equilibrium = 0
@@ -197,6 +199,16 @@ class RouteCache:
         self._hash = rt_hash_fold if kernel.hash == "fold" else rt_hash_jhash
         self._score_age = kernel.score == "age"
         self._c_rt_free = cost["rt_free"]
+        # the profile's choices and the costs the miss path reads, looked up once
+        self._intern_none = kernel.intern == "none"
+        self._intern_24 = kernel.intern == "2.4"
+        self._nocache = kernel.cache_insert == "nocache"
+        self._c_slow = cost["ip_route_input_slow"]
+        self._c_fib = cost["fib_lookup"]
+        self._c_rule = cost["fib_rule"]
+        self._c_intern = cost["rt_intern_hash"]
+        self._c_step = cost["chain_step"]
+        self._c_gc = cost["rt_garbage_collect"]
 
     # -- hashing --------------------------------------------------------------
     def rt_hash(self, daddr, saddr, iif, tos):
@@ -272,19 +284,18 @@ class RouteCache:
         ``drop_reason`` is ``None`` or one of ``"martian"``, ``"dst_overflow"``.
         """
         st = self.stat[cpu]
-        c = self.cost
-        t = c["ip_route_input_slow"]
+        t = self._c_slow
         if martian:
             st[S_IN_MARTIAN_SRC if martian == 1 else S_IN_MARTIAN_DST] += 1
             return None, t, "martian"
-        t += c["fib_lookup"] + nrules * c["fib_rule"]
-        if rtype in _RTN_NO_ROUTE:
+        t += self._c_fib + nrules * self._c_rule
+        if rtype == _RTN_UNREACHABLE or rtype == _RTN_BLACKHOLE or rtype == _RTN_PROHIBIT:
             st[S_IN_NO_ROUTE] += 1
         elif rtype == _RTN_BROADCAST:
             st[S_IN_BRD] += 1
         else:
             st[S_IN_SLOW_TOT] += 1
-        e, ta = self.dst.dst_alloc(now, cpu)
+        e, ta = self._dst_alloc(now, cpu)
         t += ta
         if e is None:
             return None, t, "dst_overflow"
@@ -300,7 +311,21 @@ class RouteCache:
         e, ti = self.rt_intern_hash(e, h, now, cpu)
         return e, t + ti, None
 
-    @cython.locals(e=DstEntry, r=DstEntry, cand=DstEntry, now=cython.double,
+    @cython.locals(dst=DstOps, ta=cython.double)
+    def _dst_alloc(self, now: float, cpu: int):
+        """``dst_alloc`` for this cache: ``DstOps.dst_alloc``'s steps, with
+        ``rt_garbage_collect`` called directly (a C call when compiled)."""
+        dst = self.dst
+        ta = dst._c_alloc
+        if dst.gc is not None and dst.entries > dst.gc_thresh:
+            ok, gc_t = self.rt_garbage_collect(now, cpu)
+            ta += gc_t
+            if not ok:
+                dst.alloc_failed += 1
+                return None, ta
+        return dst.new_entry(now), ta
+
+    @cython.locals(r=DstEntry, cand=DstEntry,
                    key=cython.ulonglong, ik=cython.long,
                    length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
                    scoring=cython.bint, min_score=cython.longlong, s=cython.longlong,
@@ -315,19 +340,16 @@ class RouteCache:
         with a non-valuable candidate; 2.4.18 never trims.  The ``nocache``
         profile frees the new entry instead of inserting it (story 1's hack).
         """
-        c = self.cost
         chain = self.table[h]
         key, ik = e.key, e.ik
         length = len(chain)
-        kernel = self.kernel
-        intern = kernel.intern
         long_chain = length > self.gc_elasticity
         # The kernel scores every unreferenced entry while it looks for the key;
         # the scores only matter if the chain may be trimmed, which its length
         # alone decides (nocache never trims: it does not insert), so the model
         # scores only then.
-        scoring = (intern != "none" and kernel.cache_insert != "nocache"
-                   and (long_chain or (intern == "2.4" and length > 1)))
+        scoring = (not self._intern_none and not self._nocache
+                   and (long_chain or (self._intern_24 and length > 1)))
         cand = None
         min_score = 1 << 32
         for r in chain:
@@ -340,14 +362,14 @@ class RouteCache:
                 r.use += 1
                 r.refcnt += 1
                 e.refcnt -= 1
-                t = c["rt_intern_hash"] + (pos + 1) * c["chain_step"]
+                t = self._c_intern + (pos + 1) * self._c_step
                 return r, t + self.rt_free(e, now, cpu)
             if scoring and r.refcnt == 0:
                 s = self.rt_score(r, now)
                 if s <= min_score:
                     cand, min_score = r, s
-        t = c["rt_intern_hash"] + length * c["chain_step"]
-        if kernel.cache_insert == "nocache":
+        t = self._c_intern + length * self._c_step
+        if self._nocache:
             # Walter's hack: never insert; the packet keeps its own dst, which
             # is freed at once and so lands on the dst garbage list.
             t += self.rt_free(e, now, cpu)
@@ -363,7 +385,7 @@ class RouteCache:
         return e, t
 
     # -- garbage collection ---------------------------------------------------
-    @cython.locals(now=cython.double, t=cython.double, entries=cython.longlong,
+    @cython.locals(t=cython.double, entries=cython.longlong,
                    goal=cython.longlong, buckets=cython.long, now_j=cython.longlong,
                    expire=cython.longlong, tmo=cython.longlong, mask=cython.long, k=cython.long,
                    visited_b=cython.long, visited_e=cython.long, freed=cython.long,
@@ -382,7 +404,7 @@ class RouteCache:
         st[S_GC_TOTAL] += 1
         dst = self.dst
         entries = dst.entries
-        t = c["rt_garbage_collect"]
+        t = self._c_gc
         if now - self.last_gc < self.gc_min_interval and entries < self.max_size:
             st[S_GC_IGNORED] += 1
             return True, t

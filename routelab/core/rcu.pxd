@@ -1,0 +1,23 @@
+# C types for rcu.py when it is compiled (see setup.py, routelab/accel.py):
+# RCU is a C class, so the route cache's call_rcu and the callbacks' dst_free
+# are C calls.
+from routelab.core.dst cimport DstEntry, DstOps
+
+
+cdef class Rcu:
+    cdef public str mode
+    cdef public bint _none
+    cdef public object qs_kinds
+    cdef public long ncpus, maxbatch
+    cdef public DstOps ops
+    cdef public object free, on_call, on_free
+    cdef public double _c_cb, _c_tasklet
+    cdef public list nxt, cur, done, batch, waiting, gp_log
+    cdef public long long pending, completed, invoked
+    cdef public bint gp_active
+    cdef public double gp_start, last_call
+    cdef public long nwaiting
+
+    cpdef double call_rcu(self, long cpu, DstEntry entry, double now) except? -1.0
+    cpdef double _free(self, DstEntry entry, double now) except? -1.0
+    cpdef double rcu_tasklet(self, long cpu, double now) except? -1.0
