@@ -41,8 +41,9 @@ import cython
 import numpy as np
 
 from . import costs as _costs
-from .core.dst import DstEntry
+from .core.dst import DstEntry, DstOps
 from .core.queues import IntervalLog, TimeQueue, TxQueue
+from .core.rcu import Rcu
 from .core.skbuff import KIND, PacketTrace
 from .errors import KnobError
 from .hardware import CpuProfile, NicProfile, cpu_profile, nic_profile
@@ -436,6 +437,8 @@ class _Run:
                    key=cython.ulonglong, ik=cython.long, fu=cython.double, p0=cython.double,
                    le=cython.double, wire=cython.double,
                    x=DstEntry, e=DstEntry, q=TimeQueue, oq=TxQueue, lg=IntervalLog,
+                   rc=RouteCache, dops=DstOps, rcu_c=Rcu, ts=cython.double,
+                   rt_=cython.long, nr_=cython.long, ma_=cython.long, gw_=cython.longlong,
                    T=cython.double[:], COST=cython.double[:], WIRE=cython.double[:],
                    DEV=cython.longlong[:], IK=cython.longlong[:], H=cython.longlong[:],
                    CLS=cython.longlong[:], OIF=cython.longlong[:], FIFO=cython.longlong[:],
@@ -536,8 +539,12 @@ class _Run:
         table = cache.table if has_cache else None
         cstat = cache.stat if has_cache else None
         step_c = c["chain_step"]
-        slow = cache.ip_route_input_slow if has_cache else None
         dstops = cache.dst if has_cache else None
+        # the same cache, DstOps and RCU objects as C-typed variables for the loop
+        # body (the closures below read the untyped ones)
+        rc = cache
+        dops = dstops
+        rcu_c = rcu
         misses = _vec("q", [0] * ncpu)    # slow-path calls per CPU (in_hit at the end)
         self._lookups = [0] * ncpu         # route lookups per CPU (from the outcomes)
         rcu_tick = jiffy
@@ -701,7 +708,7 @@ class _Run:
                     if b < t:
                         # the CPU had no softirq work since b (nothing to do unless
                         # ksoftirqd was running or RCU waits for a quiescent state)
-                        if in_ksoftirqd[cpu] or (rcu_wake and rcu.gp_active):
+                        if in_ksoftirqd[cpu] or (rcu_wake and rcu_c.gp_active):
                             start = self._cpu_was_free(cpu, b, t, rcu, rcu_wake, user,
                                                        ksd_arr, ks_left, acct_t0, ctxsw,
                                                        hz, sched)
@@ -722,7 +729,7 @@ class _Run:
                             # jiffy gone (looked at between dev->poll calls, every
                             # ``weight`` packets)
                             time_squeeze[cpu] += 1
-                            if use_rcu and rcu.done[cpu]:
+                            if use_rcu and rcu_c.done[cpu]:
                                 flush_tx(start)   # the RCU callbacks read reference counts
                             start, w = self._softirq_boundary(
                                 cpu, start, rcu, use_rcu, qs_handler, qs_loop, restarts,
@@ -766,19 +773,20 @@ class _Run:
                                 ex = self._rare_extra[j]
                                 rt_, gw_, nr_, ma_ = (ex["rtype"], ex["gw"], ex["nrules"],
                                                       ex["martian"])
-                            e, ts, why = slow(start, cpu, key, ik, H[j], rt_, OIF[j], gw_, nr_,
-                                              ma_)
+                            e = rc._slow(start, cpu, key, ik, H[j], rt_, OIF[j], gw_, nr_,
+                                         ma_)
+                            ts = rc._t
                             svc += ts
                             slow_total += ts
                             # the slow path may have armed the dst GC timer or queued RCU
                             # work.  ``nt`` only needs to be a lower bound (_fire_timers
                             # does nothing before the first deadline), so it is refreshed
                             # only when one of those could now come first.
-                            if dstops.gc_timer_at < nt or (use_rcu and rcu_tick < nt):
+                            if dops.gc_timer_at < nt or (use_rcu and rcu_tick < nt):
                                 nt = next_timer()
                                 ne = nt if nt < rec_next else rec_next
                             if e is None:
-                                if why == "dst_overflow":
+                                if rc._why == "dst_overflow":
                                     mib["InDiscards"] += 1
                                     outcome[j] = O["drop_dst_overflow"]
                                 else:

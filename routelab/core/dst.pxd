@@ -16,7 +16,7 @@ cdef class DstEntry:
     cdef public bint output_route
     cdef public int rtype
     cdef public int oif
-    cdef public object gw
+    cdef public long long gw
     cdef public int obsolete
     cdef public int state
     cdef public long bucket

@@ -30,9 +30,18 @@ cdef class RouteCache:
     cpdef bint rt_may_expire(self, DstEntry e, long long tmo1, long long tmo2, long long now_j,
                              bint has_next=*)
     cpdef double rt_free(self, DstEntry e, double now, long cpu) except? -1.0
+    # second results of the miss path's steps
+    cdef public double _t
+    cdef public object _why
+    cdef public bint _ok
+
     cpdef tuple ip_route_input_slow(self, double now, long cpu, unsigned long long key, long ik,
-                                    long h, long rtype, long oif, object gw, long nrules,
+                                    long h, long rtype, long oif, long long gw, long nrules,
                                     long martian)
-    cpdef tuple _dst_alloc(self, double now, long cpu)
+    cpdef DstEntry _slow(self, double now, long cpu, unsigned long long key, long ik,
+                         long h, long rtype, long oif, long long gw, long nrules, long martian)
+    cpdef DstEntry _dst_alloc(self, double now, long cpu)
     cpdef tuple rt_intern_hash(self, DstEntry e, long h, double now, long cpu)
+    cpdef DstEntry _intern(self, DstEntry e, long h, double now, long cpu)
     cpdef tuple rt_garbage_collect(self, double now, long cpu)
+    cpdef double _gc(self, double now, long cpu) except? -1.0

@@ -209,6 +209,10 @@ class RouteCache:
         self._c_intern = cost["rt_intern_hash"]
         self._c_step = cost["chain_step"]
         self._c_gc = cost["rt_garbage_collect"]
+        # second results of the miss path's internal steps (see ip_route_input_slow)
+        self._t = 0.0
+        self._why = None
+        self._ok = True
 
     # -- hashing --------------------------------------------------------------
     def rt_hash(self, daddr, saddr, iif, tos):
@@ -271,7 +275,10 @@ class RouteCache:
         return self._c_rt_free + self.rcu.call_rcu(cpu, e, now)
 
     # -- slow path ------------------------------------------------------------
-    @cython.locals(e=DstEntry, t=cython.double)
+    # The miss path's internal steps return one value each (the entry, or the
+    # seconds) and leave the other in an attribute (``_t``, ``_why``, ``_ok``),
+    # so that compiled they pass C values, with no tuple or float object per
+    # packet.  The public methods return the usual tuples.
     def ip_route_input_slow(self, now: float, cpu: int, key: int, ik: int, h: int,
                             rtype: int, oif: int, gw: int, nrules: int, martian: int):
         """Resolve a cache miss; return ``(entry, seconds, drop_reason)``.
@@ -283,11 +290,20 @@ class RouteCache:
         On success the entry comes back with a reference held for the packet.
         ``drop_reason`` is ``None`` or one of ``"martian"``, ``"dst_overflow"``.
         """
+        e = self._slow(now, cpu, key, ik, h, rtype, oif, gw, nrules, martian)
+        return e, self._t, self._why
+
+    @cython.locals(e=DstEntry, t=cython.double)
+    def _slow(self, now: float, cpu: int, key: int, ik: int, h: int,
+              rtype: int, oif: int, gw: int, nrules: int, martian: int) -> DstEntry | None:
+        """:meth:`ip_route_input_slow` returning the entry (or ``None``); the
+        seconds are left in ``_t``, the drop reason in ``_why``."""
         st = self.stat[cpu]
         t = self._c_slow
         if martian:
             st[S_IN_MARTIAN_SRC if martian == 1 else S_IN_MARTIAN_DST] += 1
-            return None, t, "martian"
+            self._t, self._why = t, "martian"
+            return None
         t += self._c_fib + nrules * self._c_rule
         if rtype == _RTN_UNREACHABLE or rtype == _RTN_BLACKHOLE or rtype == _RTN_PROHIBIT:
             st[S_IN_NO_ROUTE] += 1
@@ -295,10 +311,11 @@ class RouteCache:
             st[S_IN_BRD] += 1
         else:
             st[S_IN_SLOW_TOT] += 1
-        e, ta = self._dst_alloc(now, cpu)
-        t += ta
+        e = self._dst_alloc(now, cpu)
+        t += self._t
         if e is None:
-            return None, t, "dst_overflow"
+            self._t, self._why = t, "dst_overflow"
+            return None
         e.key = key
         e.ik = ik
         e.rtype = rtype
@@ -308,28 +325,27 @@ class RouteCache:
         e.lastuse = now
         e.use = 1
         e.refcnt = 1          # the packet's reference (skb->dst)
-        e, ti = self.rt_intern_hash(e, h, now, cpu)
-        return e, t + ti, None
+        e = self._intern(e, h, now, cpu)
+        self._t, self._why = t + self._t, None
+        return e
 
     @cython.locals(dst=DstOps, ta=cython.double)
-    def _dst_alloc(self, now: float, cpu: int):
+    def _dst_alloc(self, now: float, cpu: int) -> DstEntry | None:
         """``dst_alloc`` for this cache: ``DstOps.dst_alloc``'s steps, with
-        ``rt_garbage_collect`` called directly (a C call when compiled)."""
+        ``rt_garbage_collect`` called directly (a C call when compiled).
+        Returns the entry or ``None``; the seconds are left in ``_t``."""
         dst = self.dst
         ta = dst._c_alloc
         if dst.gc is not None and dst.entries > dst.gc_thresh:
-            ok, gc_t = self.rt_garbage_collect(now, cpu)
-            ta += gc_t
-            if not ok:
+            ta += self._gc(now, cpu)
+            if not self._ok:
                 dst.alloc_failed += 1
-                return None, ta
-        return dst.new_entry(now), ta
+                self._t = ta
+                return None
+        e = dst.new_entry(now)
+        self._t = ta
+        return e
 
-    @cython.locals(r=DstEntry, cand=DstEntry,
-                   key=cython.ulonglong, ik=cython.long,
-                   length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
-                   scoring=cython.bint, min_score=cython.longlong, s=cython.longlong,
-                   t=cython.double, chain=list)
     def rt_intern_hash(self, e: DstEntry, h: int, now: float, cpu: int):
         """Insert a new entry at the head of its chain; return ``(entry, seconds)``.
 
@@ -340,6 +356,17 @@ class RouteCache:
         with a non-valuable candidate; 2.4.18 never trims.  The ``nocache``
         profile frees the new entry instead of inserting it (story 1's hack).
         """
+        e = self._intern(e, h, now, cpu)
+        return e, self._t
+
+    @cython.locals(r=DstEntry, cand=DstEntry,
+                   key=cython.ulonglong, ik=cython.long,
+                   length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
+                   scoring=cython.bint, min_score=cython.longlong, s=cython.longlong,
+                   t=cython.double, chain=list)
+    def _intern(self, e: DstEntry, h: int, now: float, cpu: int) -> DstEntry:
+        """:meth:`rt_intern_hash` returning the entry used; the seconds are
+        left in ``_t``."""
         chain = self.table[h]
         key, ik = e.key, e.ik
         length = len(chain)
@@ -363,7 +390,8 @@ class RouteCache:
                 r.refcnt += 1
                 e.refcnt -= 1
                 t = self._c_intern + (pos + 1) * self._c_step
-                return r, t + self.rt_free(e, now, cpu)
+                self._t = t + self.rt_free(e, now, cpu)
+                return r
             if scoring and r.refcnt == 0:
                 s = self.rt_score(r, now)
                 if s <= min_score:
@@ -373,7 +401,8 @@ class RouteCache:
             # Walter's hack: never insert; the packet keeps its own dst, which
             # is freed at once and so lands on the dst garbage list.
             t += self.rt_free(e, now, cpu)
-            return e, t
+            self._t = t
+            return e
         # trim: the lowest-scoring unreferenced entry (the last of equal scores)
         if cand is not None and (long_chain or not (min_score >> 31) & 1):
             chain.remove(cand)
@@ -382,7 +411,8 @@ class RouteCache:
         e.state = HASHED
         e.bucket = h
         self.hashed += 1
-        return e, t
+        self._t = t
+        return e
 
     # -- garbage collection ---------------------------------------------------
     @cython.locals(t=cython.double, entries=cython.longlong,
@@ -390,15 +420,10 @@ class RouteCache:
                    expire=cython.longlong, tmo=cython.longlong, mask=cython.long, k=cython.long,
                    visited_b=cython.long, visited_e=cython.long, freed=cython.long,
                    n=cython.Py_ssize_t, r=DstEntry, last=DstEntry, chain=list, keep=list,
-                   table=list)
-    def rt_garbage_collect(self, now: float, cpu: int):
-        """Shrink the cache; return ``(ok, seconds)``.
-
-        Kernel: net/ipv4/route.c rt_garbage_collect (2.4.22, 2.6.11), called
-        from dst_alloc.  Always runs as if from softirq (the forwarding
-        path): one pass over the table at most.  See kernel.md s1 for the
-        steps; the code below follows them in order.
-        """
+                   table=list, dst=DstOps)
+    def _gc(self, now: float, cpu: int) -> float:
+        """:meth:`rt_garbage_collect` returning the seconds; whether it
+        succeeded is left in ``_ok``."""
         st = self.stat[cpu]
         c = self.cost
         st[S_GC_TOTAL] += 1
@@ -407,7 +432,8 @@ class RouteCache:
         t = self._c_gc
         if now - self.last_gc < self.gc_min_interval and entries < self.max_size:
             st[S_GC_IGNORED] += 1
-            return True, t
+            self._ok = True
+            return t
         buckets = self.buckets
         goal = entries - (self.gc_elasticity << self.log)
         if goal <= 0:
@@ -424,7 +450,8 @@ class RouteCache:
             self.last_gc = now
         if goal <= 0:
             self.equilibrium += goal
-            return True, t + self._work_done()
+            self._ok = True
+            return t + self._work_done()
         # one pass, round-robin from the rover
         now_j = self.jiffies(now)
         expire = self.expire
@@ -457,16 +484,30 @@ class RouteCache:
         t += gc_scan_cost(c, visited_b, visited_e)
         if goal <= 0:
             self.gc_log.append((now, cpu, "done", visited_b, visited_e, freed))
-            return True, t + self._work_done()
+            self._ok = True
+            return t + self._work_done()
         st[S_GC_GOAL_MISS] += 1
         if self.expire:
             self.expire >>= 1
         if dst.entries < self.max_size:
             self.gc_log.append((now, cpu, "miss", visited_b, visited_e, freed))
-            return True, t
+            self._ok = True
+            return t
         st[S_GC_DST_OVERFLOW] += 1
         self.gc_log.append((now, cpu, "overflow", visited_b, visited_e, freed))
-        return False, t
+        self._ok = False
+        return t
+
+    def rt_garbage_collect(self, now: float, cpu: int):
+        """Shrink the cache; return ``(ok, seconds)``.
+
+        Kernel: net/ipv4/route.c rt_garbage_collect (2.4.22, 2.6.11), called
+        from dst_alloc.  Always runs as if from softirq (the forwarding
+        path): one pass over the table at most.  See kernel.md s1 for the
+        steps; :meth:`_gc` follows them in order.
+        """
+        t = self._gc(now, cpu)
+        return self._ok, t
 
     def _work_done(self) -> float:
         self.expire += int(round(self.gc_min_interval * self.hz))
