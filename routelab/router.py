@@ -131,6 +131,18 @@ def icmp_send_cost(c: dict) -> float:
     return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
 
 
+def _chain_find(chain: list, key: int, ik: int) -> int:
+    """``ip_route_input``'s chain walk: the position of the entry for flow
+    (``key``, ``ik``) in its hash chain, or -1.  (Compiled, the loop uses
+    ``_chain_find_c`` from router.pxd, the same walk on borrowed pointers.)"""
+    k = 0
+    for x in chain:
+        if x.key == key and x.ik == ik:
+            return k
+        k += 1
+    return -1
+
+
 def _next_tick(x: float, hz: int) -> float:
     """The first timer tick strictly after time ``x`` (robust to float rounding)."""
     return (math.floor(x * hz + 1e-6) + 1) / hz
@@ -750,12 +762,15 @@ class _Run:
                         # ---- ip_route_input: walk the hash chain ----
                         key = KEY[j]
                         ik = IK[j]
-                        steps = 0
-                        for x in table[H[j]]:
-                            if x.key == key and x.ik == ik:
-                                e = x
-                                break
-                            steps += 1
+                        chain = table[H[j]]
+                        if cython.compiled:
+                            steps = _chain_find_c(chain, key, ik)
+                        else:
+                            steps = _chain_find(chain, key, ik)
+                        if steps >= 0:
+                            e = chain[steps]
+                        else:
+                            steps = len(chain)
                         if steps:
                             cstat[cpu][S_IN_HLIST_SEARCH] += steps
                             svc += steps * step_c
