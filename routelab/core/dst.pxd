@@ -20,7 +20,7 @@ cdef class DstEntry:
     cdef public int obsolete
     cdef public int state
     cdef public long bucket
-    cdef public object rate_tokens
+    cdef public long long rate_tokens
     cdef public double rate_last
     cdef public long long uid
 

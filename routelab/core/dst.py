@@ -153,6 +153,7 @@ class DstOps:
                 return None, t
         return self.new_entry(now), t
 
+    @cython.locals(e=DstEntry)
     def new_entry(self, now: float) -> DstEntry:
         """The allocation itself, after ``dst_alloc``'s GC check: a fresh entry
         (refcnt 0) counted in ``entries``.  (The route cache's slow path calls
