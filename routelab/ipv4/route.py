@@ -419,7 +419,7 @@ class RouteCache:
                    goal=cython.longlong, buckets=cython.long, now_j=cython.longlong,
                    expire=cython.longlong, tmo=cython.longlong, mask=cython.long, k=cython.long,
                    visited_b=cython.long, visited_e=cython.long, freed=cython.long,
-                   n=cython.Py_ssize_t, r=DstEntry, last=DstEntry, chain=list, keep=list,
+                   n=cython.Py_ssize_t, i=cython.Py_ssize_t, r=DstEntry, chain=list, keep=list,
                    table=list, dst=DstOps)
     def _gc(self, now: float, cpu: int) -> float:
         """:meth:`rt_garbage_collect` returning the seconds; whether it
@@ -464,17 +464,20 @@ class RouteCache:
             chain = table[k]
             if chain:
                 tmo = expire
-                keep = []
-                last = chain[-1]
-                for r in chain:
-                    if self.rt_may_expire(r, tmo, expire, now_j, r is not last):
+                n = len(chain)
+                keep = None         # the survivors, once one entry has gone
+                for i in range(n):
+                    r = chain[i]
+                    if self.rt_may_expire(r, tmo, expire, now_j, i != n - 1):
                         t += self.rt_free(r, now, cpu)
+                        if keep is None:
+                            keep = chain[:i]
                     else:
                         tmo >>= 1
-                        keep.append(r)
-                n = len(chain)
+                        if keep is not None:
+                            keep.append(r)
                 visited_e += n
-                if len(keep) != n:
+                if keep is not None:
                     freed += n - len(keep)
                     goal -= n - len(keep)
                     table[k] = keep
