@@ -100,10 +100,10 @@ def _exactly(tr, n):
 
 def build(name: str, n: int = N_PACKETS):
     """Router, trace (exactly ``n`` packets) and duration of a workload."""
+    from reference_eventloop import add_oddities
+
     from routelab import Device, PacketTrace, Router
     from routelab.traffic import addr_block, background, scanners
-
-    from reference_eventloop import add_oddities
 
     rng = np.random.default_rng({"mixed": 11, "hit": 12, "churn": 13}[name])
     inside = addr_block(ROUTES["inside"], 200) + np.uint32(1)
@@ -361,7 +361,8 @@ def main(argv=None) -> int:
         for sched in ("heapq", "simpy"):
             x = rf[sched]
             if not x["same"]:
-                print(f"    reference ({sched}) DIFFERS on the subset: outcome {x['outcome_diff']}, "
+                print(f"    reference ({sched}) DIFFERS on the subset: "
+                      f"outcome {x['outcome_diff']}, "
                       f"t_start {x['t_start_diff']}, t_depart {x['t_depart_diff']}, "
                       f"rt_cache_stat same: {x['rt_cache_stat_same']}")
         print(f"    same-subset ratio (fast loop also on the first {rf['subset']:,}): "
@@ -370,7 +371,8 @@ def main(argv=None) -> int:
     print()
     print("targets: " + "; ".join(
         f"{n}: pps {'ok' if s['meets_pps'] else 'MISSED'}, ratio "
-        f"{'ok' if s['meets_ratio'] else 'MISSED'}, memory {'ok' if s['meets_memory'] else 'MISSED'}"
+        f"{'ok' if s['meets_ratio'] else 'MISSED'}, "
+        f"memory {'ok' if s['meets_memory'] else 'MISSED'}"
         for n, s in summary.items()))
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

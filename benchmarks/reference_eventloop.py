@@ -103,7 +103,6 @@ from routelab.ipv4.fib import RTN
 from routelab.ipv4.icmp import RedirectState, ip_error_allow, redirect_allow, xrlim_allow
 from routelab.ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache
 from routelab.router import (
-    icmp_send_cost,
     C_FRAGNEED,
     C_FWD,
     C_HDR,
@@ -116,11 +115,12 @@ from routelab.router import (
     MAX_SOFTIRQ_RESTART,
     Router,
     _Run,
+    icmp_send_cost,
 )
 
 __all__ = ["ReferenceResult", "check_scope", "reference_run"]
 
-O = OUTCOMES
+OC = OUTCOMES
 
 # Event kinds, in the order they run when they fall on the same instant.
 TX_DONE, CPU_DONE, TICK_RCU, TIMER_DST_GC, TIMER_CHECK_EXPIRE, TIMER_SECRET, ARRIVAL = range(7)
@@ -529,7 +529,7 @@ class _Reference:
                 if waiting >= self.ring[d] + int(self.p["fifo_slots"][j]):
                     st["rx_missed"][d] += 1
                     st["rx_fifo"][d] += 1
-                    self.outcome[j] = O["drop_rx_missed"]
+                    self.outcome[j] = OC["drop_rx_missed"]
                     self.t_start[j] = t
                     return
                 st["rnbc"][d] += 1             # waits in the NIC FIFO for a descriptor
@@ -542,7 +542,7 @@ class _Reference:
                     self.throttle[cc] = True
                     self.softnet_throttled[cc] += 1
                 self.softnet_dropped[cc] += 1
-                self.outcome[j] = O["drop_backlog"]
+                self.outcome[j] = OC["drop_backlog"]
                 self.t_start[j] = t
                 # the hard IRQ still ran and allocated the skb
                 w = self.c["irq_rx"] + self.c["netif_rx"] + self.c["kfree_skb"]
@@ -597,10 +597,10 @@ class _Reference:
                 if e is None:
                     if why == "dst_overflow":
                         self.mib["InDiscards"] += 1
-                        self.outcome[j] = O["drop_dst_overflow"]
+                        self.outcome[j] = OC["drop_dst_overflow"]
                     else:
                         self.mib["InAddrErrors"] += 1
-                        self.outcome[j] = O["drop_martian"]
+                        self.outcome[j] = OC["drop_martian"]
                     # the cost assumed a completed path; a refused packet is only freed
                     svc += c["kfree_skb"] - float(self.p["path_cost"][j])
             self.sync_timers()
@@ -671,11 +671,11 @@ class _Reference:
             if self.qdisc_len[oif] >= self.txcap[oif]:
                 self.stats["qdisc_drops"][oif] += 1
                 self.mib["OutDiscards"] += 1
-                self.outcome[j] = O["drop_qdisc"]
+                self.outcome[j] = OC["drop_qdisc"]
                 if e is not None:
                     e.refcnt -= 1
                 return
-            self.outcome[j] = O["forwarded"]
+            self.outcome[j] = OC["forwarded"]
             self.t_depart[j] = self.transmit(oif, now, self.wire[j], e)
             self.stats["tx_packets"][oif] += nf - 1     # transmit() counted one
             return
@@ -683,12 +683,12 @@ class _Reference:
         iwire = float(self.p["icmp_wire_s"][j])
         if cls == C_TTL or cls == C_FRAGNEED:
             if cls == C_TTL:
-                self.outcome[j] = O["drop_ttl"]
+                self.outcome[j] = OC["drop_ttl"]
                 sent = self.icmp_xrlim_allow(j, now)
                 if sent:
                     self.icmp["OutTimeExcds"] += 1
             else:
-                self.outcome[j] = O["drop_frag_needed"]
+                self.outcome[j] = OC["drop_frag_needed"]
                 self.mib["FragFails"] += 1
                 sent = True                      # PMTU discovery is not rate limited
                 self.icmp["OutDestUnreachs"] += 1
@@ -697,14 +697,14 @@ class _Reference:
                 self.emit_icmp(d, now, iwire)
         elif cls == C_LOCAL:
             self.mib["InDelivers"] += 1
-            self.outcome[j] = O["local"]
+            self.outcome[j] = OC["local"]
             if self.kind[j] == KIND["ping_request"]:
                 self.icmp["InEchos"] += 1
                 self.icmp["OutEchoReps"] += 1
                 self.icmp["OutMsgs"] += 1
                 self.t_depart[j] = self.emit_icmp(d, now, iwire)
         elif cls == C_NOROUTE:
-            self.outcome[j] = O["drop_no_route"]
+            self.outcome[j] = OC["drop_no_route"]
             self.mib["OutNoRoutes"] += 1
             rtype = int(self.p["rtype"][j])
             # ip_error answers unreachable and prohibit routes; blackholes stay silent
@@ -714,10 +714,10 @@ class _Reference:
                 self.icmp["OutDestUnreachs"] += 1
                 self.emit_icmp(d, now, iwire)
         elif cls == C_MARTIAN:
-            self.outcome[j] = O["drop_martian"]
+            self.outcome[j] = OC["drop_martian"]
             self.mib["InAddrErrors"] += 1
         else:
-            self.outcome[j] = O["drop_hdr"]
+            self.outcome[j] = OC["drop_hdr"]
             self.mib["InHdrErrors"] += 1
         if e is not None:
             e.refcnt -= 1                 # kfree_skb drops skb->dst

@@ -461,7 +461,8 @@ class _Walk:
 
 
 def _icmp_frame_bytes(orig_len: int):
-    """Wire bytes of the ICMP error about a packet of ``orig_len`` bytes (as the Router sizes it)."""
+    """Wire bytes of the ICMP error about a packet of ``orig_len`` bytes (as the
+    Router sizes it)."""
     from .costs import wire_bytes
     from .ipv4.icmp import icmp_error_len
 

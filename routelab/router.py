@@ -60,7 +60,7 @@ from .traffic import MAX_PACKETS, TraceWindows
 
 __all__ = ["Device", "Router", "OUTCOMES"]
 
-O = OUTCOMES  # outcome codes
+OC = OUTCOMES  # outcome codes
 # packet classes after the array stages
 C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_PING, C_REDIR = range(9)
 C_REFUSED = -1            # the route lookup refused it (martian, dst cache overflow)
@@ -595,9 +595,9 @@ class _Run:
 
         cost_drop_irq = c["irq_rx"] + c["netif_rx"] + c["kfree_skb"]
         rr = c["softirq_entry"]
-        O_QDISC = O["drop_qdisc"]
-        O_MISSED = O["drop_rx_missed"]
-        O_BACKLOG = O["drop_backlog"]
+        O_QDISC = OC["drop_qdisc"]
+        O_MISSED = OC["drop_rx_missed"]
+        O_BACKLOG = OC["drop_backlog"]
         rnbc = stats["rnbc"]
         slow_total = 0.0
         nb = max(1, int(math.ceil(duration / bin_s)))
@@ -764,7 +764,7 @@ class _Run:
                         ik = IK[j]
                         chain = table[H[j]]
                         if cython.compiled:
-                            steps = _chain_find_c(chain, key, ik)
+                            steps = _chain_find_c(chain, key, ik)  # noqa: F821 (router.pxd)
                         else:
                             steps = _chain_find(chain, key, ik)
                         if steps >= 0:
@@ -803,10 +803,10 @@ class _Run:
                             if e is None:
                                 if rc._why == "dst_overflow":
                                     mib["InDiscards"] += 1
-                                    outcome[j] = O["drop_dst_overflow"]
+                                    outcome[j] = OC["drop_dst_overflow"]
                                 else:
                                     mib["InAddrErrors"] += 1
-                                    outcome[j] = O["drop_martian"]
+                                    outcome[j] = OC["drop_martian"]
                                 # COST assumed a completed path; a refused packet is freed here
                                 svc += c["kfree_skb"] - self._path_cost_of(j)
                                 cls = C_REFUSED
@@ -901,20 +901,20 @@ class _Run:
         nfrag = np.concatenate([p["nfrag"], np.asarray(NFRAG[extra], dtype=np.int64)])
         ndev = len(stats["rx_packets"])
         per_dev = np.bincount(dev, minlength=ndev)
-        missed = o == O["drop_rx_missed"]
+        missed = o == OC["drop_rx_missed"]
         per_dev_missed = np.bincount(dev[missed], minlength=ndev)
         for di in range(ndev):
             stats["rx_missed"][di] += int(per_dev_missed[di])
             stats["rx_fifo"][di] += int(per_dev_missed[di])
             stats["rx_packets"][di] += int(per_dev[di]) - int(per_dev_missed[di])
-        received = ~missed & (o != O["drop_backlog"])
+        received = ~missed & (o != OC["drop_backlog"])
         mib["InReceives"] += int(np.count_nonzero(received))
-        fwd = (o == O["forwarded"]) | (o == O["drop_qdisc"])
+        fwd = (o == OC["forwarded"]) | (o == OC["drop_qdisc"])
         mib["ForwDatagrams"] += int(np.count_nonzero(fwd))
         frag = fwd & (nfrag > 1)
         mib["FragOKs"] += int(np.count_nonzero(frag))
         mib["FragCreates"] += int(nfrag[frag].sum())
-        sent = o == O["forwarded"]
+        sent = o == OC["forwarded"]
         # (packets not sent are counted in an extra bin ndev and ignored)
         tx = np.bincount(np.where(sent, oif, ndev), weights=nfrag, minlength=ndev + 1)
         for di in range(ndev):
@@ -1160,12 +1160,12 @@ class _Run:
         if cls == C_TTL or cls == C_FRAGNEED:
             # ip_forward: TTL <= 1 -> ICMP time exceeded; DF and too big -> frag needed
             if cls == C_TTL:
-                outcome[j] = O["drop_ttl"]
+                outcome[j] = OC["drop_ttl"]
                 sent = self._icmp_xrlim_allow(j, fin)
                 if sent:
                     icmp["OutTimeExcds"] += 1
             else:
-                outcome[j] = O["drop_frag_needed"]
+                outcome[j] = OC["drop_frag_needed"]
                 mib["FragFails"] += 1
                 sent = True            # PMTU discovery is never rate limited
                 icmp["OutDestUnreachs"] += 1
@@ -1174,7 +1174,7 @@ class _Run:
                 dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
         elif cls == C_LOCAL:
             mib["InDelivers"] += 1
-            outcome[j] = O["local"]
+            outcome[j] = OC["local"]
             if self._rare_of(j, "kind") == KIND["ping_request"]:
                 icmp["InEchos"] += 1
                 icmp["OutEchoReps"] += 1
@@ -1183,7 +1183,7 @@ class _Run:
                 t_depart[j] = dep
                 ping_rtt[self._rare_of(j, "tag")] = [T[j], dep]
         elif cls == C_NOROUTE:
-            outcome[j] = O["drop_no_route"]
+            outcome[j] = OC["drop_no_route"]
             mib["OutNoRoutes"] += 1
             rtype = self._rare_of(j, "rtype")
             # ip_error: unreachable -> host unreachable, prohibit -> packet
@@ -1194,10 +1194,10 @@ class _Run:
                 icmp["OutDestUnreachs"] += 1
                 dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
         elif cls == C_MARTIAN:
-            outcome[j] = O["drop_martian"]
+            outcome[j] = OC["drop_martian"]
             mib["InAddrErrors"] += 1
         else:  # C_HDR
-            outcome[j] = O["drop_hdr"]
+            outcome[j] = OC["drop_hdr"]
             mib["InHdrErrors"] += 1
         if e is not None:
             e.refcnt -= 1
@@ -1313,7 +1313,7 @@ class _Run:
             col[jn] = val
         cols[0][jn] = t_arr
         self._rare_extra[jn] = dict(rare, kind=KIND["ping_reply"], tag=int(tr.tag[j]))
-        outcome.append(O["drop_rx_missed"])    # (as every packet before the NIC takes it)
+        outcome.append(OC["drop_rx_missed"])    # (as every packet before the NIC takes it)
         t_start[jn] = t_arr
         t_depart[jn] = math.nan
         return jn

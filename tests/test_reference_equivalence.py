@@ -82,7 +82,8 @@ def assert_equivalent(router: Router, trace: PacketTrace, duration: float,
     out = fast.packets["outcome"][:n]
     bad = np.flatnonzero(out != slow.outcome)
     assert bad.size == 0, (f"{bad.size} packets differ in outcome, first {bad[:5].tolist()}: "
-                           f"fast {out[bad[:5]].tolist()} reference {slow.outcome[bad[:5]].tolist()}")
+                           f"fast {out[bad[:5]].tolist()} "
+                           f"reference {slow.outcome[bad[:5]].tolist()}")
     np.testing.assert_allclose(fast.packets["t_start"][:n], slow.t_start, rtol=0, atol=1e-9,
                                err_msg="t_start")
     np.testing.assert_allclose(fast.packets["t_depart"][:n], slow.t_depart, rtol=0, atol=1e-9,

@@ -42,9 +42,7 @@ the grace period started (the kernel waits for each CPU to notice it).
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
-
-import cython
+from collections.abc import Callable
 
 from .dst import RCU_PENDING, DstEntry, DstOps
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..hardware import CPUS
-from ..result import Result
 from ..kernels import KERNELS
+from ..result import Result
 from ..sysctl import SYSCTLS, Knob, validate_all
 
 __all__ = ["kernel_knob", "cpu_knob", "cache_knobs", "run_knobs", "resolve", "SYSCTL_NAMES"]

@@ -577,7 +577,8 @@ def test_notebook_runs_and_explorers_respond(nb_path: Path, browser, lab_server:
         # and stored widget views, so only a cleared notebook proves a fresh run.
         nbp.menu("Edit", "Clear Outputs of All Cells")
         page.wait_for_function(
-            "() => ![...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
+            "() => ![...document.querySelectorAll("
+            "'.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
             ".some(p => /\\[\\d+\\]/.test(p.textContent))",
             timeout=30_000,
         )
