@@ -4,23 +4,22 @@
 from routelab.core.dst cimport DstEntry
 
 
-cdef class TimeQueue:
+cdef class _Ring:
     cdef public object buf
     cdef double[:] v
     cdef public Py_ssize_t mask, head, n
 
     cpdef double first(self)
+
+
+cdef class TimeQueue(_Ring):
     cpdef void push(self, double x)
     cpdef Py_ssize_t retire(self, double t)
 
 
-cdef class TxQueue:
-    cdef public object buf
-    cdef double[:] v
+cdef class TxQueue(_Ring):
     cdef public list dst
-    cdef public Py_ssize_t mask, head, n
 
-    cpdef double first(self)
     cpdef void push(self, double dep, object e)
     cpdef Py_ssize_t retire(self, double now)
 

@@ -37,8 +37,8 @@ def _zeros(n: int) -> array:
     return array("d", bytes(8 * n))
 
 
-class TimeQueue:
-    """FIFO of times (a ring buffer of doubles)."""
+class _Ring:
+    """A FIFO ring buffer of times (C doubles when compiled), grown by doubling."""
 
     def __init__(self, cap: int = _MIN_CAP) -> None:
         c = _MIN_CAP
@@ -56,6 +56,26 @@ class TimeQueue:
     def first(self) -> float:
         """The oldest time (the queue must not be empty)."""
         return self.v[self.head]
+
+    def values(self) -> array:
+        """The queued times, oldest first (a copy)."""
+        out = _zeros(self.n)
+        for i in range(self.n):
+            out[i] = self.v[(self.head + i) & self.mask]
+        return out
+
+    def _grow(self) -> None:
+        old = self.values()
+        c = 2 * (self.mask + 1)
+        self.buf = _zeros(c)
+        self.v = self.buf
+        self.buf[:len(old)] = old
+        self.mask = c - 1
+        self.head = 0
+
+
+class TimeQueue(_Ring):
+    """FIFO of times: a NIC RX ring or a CPU backlog (service starts)."""
 
     def push(self, x: float) -> None:
         if self.n > self.mask:
@@ -76,43 +96,13 @@ class TimeQueue:
         self.n = n
         return n
 
-    def _grow(self) -> None:
-        old = self.values()
-        c = 2 * (self.mask + 1)
-        self.buf = _zeros(c)
-        self.v = self.buf
-        self.buf[:len(old)] = old
-        self.mask = c - 1
-        self.head = 0
 
-    def values(self) -> array:
-        """The queued times, oldest first (a copy)."""
-        out = _zeros(self.n)
-        for i in range(self.n):
-            out[i] = self.v[(self.head + i) & self.mask]
-        return out
-
-
-class TxQueue:
+class TxQueue(_Ring):
     """FIFO of (departure time, dst or None): a device's queued frames."""
 
     def __init__(self, cap: int = _MIN_CAP) -> None:
-        c = _MIN_CAP
-        while c < cap:
-            c *= 2
-        self.buf = _zeros(c)
-        self.v = self.buf
-        self.dst = [None] * c
-        self.mask = c - 1
-        self.head = 0
-        self.n = 0
-
-    def __len__(self) -> int:
-        return self.n
-
-    def first(self) -> float:
-        """Departure of the oldest frame (the queue must not be empty)."""
-        return self.v[self.head]
+        _Ring.__init__(self, cap)
+        self.dst = [None] * (self.mask + 1)
 
     def push(self, dep: float, e) -> None:
         if self.n > self.mask:
@@ -145,25 +135,14 @@ class TxQueue:
         """Complete every queued frame (the end of the run)."""
         self.retire(float("inf"))
 
-    def _grow(self) -> None:
-        deps, dsts = self.items()
-        c = 2 * (self.mask + 1)
-        self.buf = _zeros(c)
-        self.v = self.buf
-        self.buf[:len(deps)] = deps
-        self.dst = dsts + [None] * (c - len(dsts))
-        self.mask = c - 1
-        self.head = 0
+    def dsts(self) -> list:
+        """The dsts of the queued frames, oldest first (a copy)."""
+        return [self.dst[(self.head + i) & self.mask] for i in range(self.n)]
 
-    def items(self) -> tuple:
-        """(departures, dsts) of the queued frames, oldest first (copies)."""
-        deps = _zeros(self.n)
-        dsts = [None] * self.n
-        for i in range(self.n):
-            k = (self.head + i) & self.mask
-            deps[i] = self.v[k]
-            dsts[i] = self.dst[k]
-        return deps, dsts
+    def _grow(self) -> None:
+        dsts = self.dsts()
+        _Ring._grow(self)
+        self.dst = dsts + [None] * (self.mask + 1 - len(dsts))
 
 
 class IntervalLog:

@@ -186,3 +186,16 @@ def test_release_below_zero_raises():
     assert e.refcnt == 0
     with pytest.raises(AssertionError):
         dst_release(e)
+
+
+def test_destroy_hook_sees_every_destroy(monkeypatch):
+    from routelab.core import dst as dst_mod
+
+    seen = []
+    monkeypatch.setitem(dst_mod.HOOKS, "dst_destroy", lambda ops, e: seen.append(e.uid))
+    ops = DstOps(100, None, COST)          # reads the hook when created
+    e, _ = ops.dst_alloc(0.0, 0)
+    ops.dst_free(e, 0.0)
+    assert seen == [e.uid]
+    monkeypatch.setitem(dst_mod.HOOKS, "dst_destroy", None)
+    assert DstOps(100, None, COST).on_destroy is None

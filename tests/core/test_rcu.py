@@ -174,3 +174,18 @@ def test_next_grace_period_never_starts_before_a_queued_call():
     rcu.quiescent(0, 6.0, "idle")
     rcu.quiescent(1, 6.0, "idle")
     assert list(rcu.done[1]) == [b] and rcu.gp_log[-1] == (5.0, 6.0)
+
+
+def test_hooks_see_every_call_and_free(monkeypatch):
+    from routelab.core import rcu as rcu_mod
+
+    log = []
+    monkeypatch.setitem(rcu_mod.HOOKS, "call_rcu",
+                        lambda r, cpu, e, now: log.append(("call", e.uid)))
+    monkeypatch.setitem(rcu_mod.HOOKS, "rcu_free", lambda e, now: log.append(("free", e.uid)))
+    rcu, freed = make("bh", ncpus=1)
+    (e,) = entries(1)
+    rcu.call_rcu(0, e, 0.0)
+    rcu.quiescent(0, 0.001, "softirq_handler")
+    rcu.rcu_tasklet(0, 0.002)
+    assert log == [("call", 1), ("free", 1)] and freed == [(1, 0.002)]
