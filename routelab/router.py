@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import cython
 import numpy as np
 
+from . import _malloc
 from . import costs as _costs
 from .core.dst import DstEntry, DstOps
 from .core.queues import IntervalLog, TimeQueue, TxQueue
@@ -295,6 +296,7 @@ class Router:
         # The loop allocates millions of small objects and frees them again without
         # making reference cycles; Python's cyclic collector would walk the whole
         # heap over and over for nothing (~8 % of the run), so it is paused.
+        _malloc.tune()      # large freed blocks stay in the process for the next run
         was_enabled = gc.isenabled()
         gc.disable()
         try:
