@@ -26,6 +26,7 @@ from ..result import Result
 __all__ = [
     "COLORS",
     "OKABE_ITO",
+    "PNG_SIGNATURE",
     "BlitRenderer",
     "LiveFigure",
     "PingJourneyFigure",
@@ -69,6 +70,10 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, title: str = "",
         if title:
             fig.suptitle(title)
     return fig, axes
+
+
+#: The 8 bytes every PNG file starts with (what :func:`png_bytes` returns starts so).
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def png_bytes(fig: Figure, dpi: int = 100) -> bytes:

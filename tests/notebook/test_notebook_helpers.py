@@ -25,13 +25,16 @@ from routelab.notebook import (
     show,
 )
 from routelab.notebook.checks import choice_feedback, number_feedback
-from routelab.notebook.plots import PingJourneyFigure, nice_ceiling, ping_series, png_bytes
+from routelab.notebook.plots import (
+    PNG_SIGNATURE,
+    PingJourneyFigure,
+    nice_ceiling,
+    ping_series,
+    png_bytes,
+)
 from routelab.notebook.widgets import READOUT_CLASS
 from routelab.scenarios import ping
 from routelab.sysctl import SYSCTLS, Knob
-
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
 
 # -- controls from knob metadata ------------------------------------------------------
 
@@ -98,7 +101,7 @@ def _toy():
 def test_explorer_update_changes_readout_and_image():
     e = _toy()
     assert READOUT_CLASS in e.readout._dom_classes
-    assert e.png.startswith(PNG_MAGIC) and e.readout_text == "a is 3, b is x"
+    assert e.png.startswith(PNG_SIGNATURE) and e.readout_text == "a is 3, b is x"
     before = e.png
     dt = e.update(a=7)
     assert isinstance(dt, float) and dt >= 0
@@ -168,7 +171,7 @@ def test_every_control_changes_readout_and_figure(nb00, change):
     nb00.update(**change)
     assert nb00.last_error is None
     assert nb00.readout_text != before_text
-    assert nb00.png != before_png and nb00.png.startswith(PNG_MAGIC)
+    assert nb00.png != before_png and nb00.png.startswith(PNG_SIGNATURE)
 
 
 def test_explorer_explains_lost_pings(nb00):
@@ -198,7 +201,7 @@ def test_new_figure_and_palette():
     assert isinstance(fig, Figure) and len(axes) == 2
     (line,) = axes[0].plot([0, 1], [0, 1])
     assert line.get_color() == OKABE_ITO["blue"]
-    assert png_bytes(fig, dpi=30).startswith(PNG_MAGIC)
+    assert png_bytes(fig, dpi=30).startswith(PNG_SIGNATURE)
 
 
 def test_nice_ceiling():
@@ -215,7 +218,7 @@ def test_show_puts_alt_text_in_metadata_and_text(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", fake_display)
     fig, _ax = new_figure(title="x")
     show(fig, alt="A flat line.", dpi=30)
-    assert seen["raw"] and base64.b64decode(seen["obj"]["image/png"]).startswith(PNG_MAGIC)
+    assert seen["raw"] and base64.b64decode(seen["obj"]["image/png"]).startswith(PNG_SIGNATURE)
     assert seen["metadata"]["image/png"]["alt"] == "A flat line."
     assert seen["obj"]["text/plain"] == "[figure] A flat line."
     with pytest.raises(ValueError):

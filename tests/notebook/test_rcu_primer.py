@@ -19,7 +19,7 @@ from routelab.notebook import (
     rcu_primer_figure,
     rcu_timeline,
 )
-from routelab.notebook.plots import png_bytes
+from routelab.notebook.plots import PNG_SIGNATURE, png_bytes
 from routelab.notebook.rcu_primer import (
     CTXSW,
     IDLE,
@@ -33,7 +33,6 @@ from routelab.notebook.rcu_primer import (
 )
 from routelab.notebook.widgets import READOUT_CLASS
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LOADS = (0, 20, 40, 60, 70, 80, 85, 90, 95, 99, 100)
 INF = float("inf")
 
@@ -247,7 +246,7 @@ def test_figure_is_labelled_and_renders():
         if hasattr(h, "get_facecolor") and h.get_fill():
             from matplotlib.colors import to_hex
             assert to_hex(h.get_facecolor()) in colours
-    assert png_bytes(fig, dpi=40).startswith(PNG_MAGIC)
+    assert png_bytes(fig, dpi=40).startswith(PNG_SIGNATURE)
     alt = rcu_primer_alt(tl, 60)
     assert "3 CPUs from 0 to 60 ms" in alt and "rcu-softirq" in alt
 
@@ -292,7 +291,7 @@ def primer():
 def test_explorer_builds(primer):
     assert set(primer.controls) == {"load", "rule", "ncpus", "t"}
     assert READOUT_CLASS in primer.readout._dom_classes
-    assert primer.png.startswith(PNG_MAGIC) and primer.last_error is None
+    assert primer.png.startswith(PNG_SIGNATURE) and primer.last_error is None
     assert primer.readout_text.split(" · ", 1)[1].startswith("t = 20 ms") and primer.alt
     assert [v for _, v in primer.controls["rule"].options] == list(RULES)
     row = next(b for b in primer.widget.children if primer.controls["t"] in
@@ -308,7 +307,7 @@ def test_explorer_runs_for_every_rule_and_load(primer, rule):
             assert primer.last_error is None, primer.last_error
             assert primer.readout_text.split(" · ", 1)[1].startswith("t = 120 ms")
             assert primer.timeline().rule == rule and primer.timeline().load == load
-            assert primer.png.startswith(PNG_MAGIC)
+            assert primer.png.startswith(PNG_SIGNATURE)
 
 
 def test_explorer_shows_a_grace_period_that_never_ends(primer):

@@ -9,6 +9,7 @@ import pytest
 
 from routelab import KnobError
 from routelab.notebook.explorers import EXPLORERS
+from routelab.notebook.plots import PNG_SIGNATURE
 from routelab.notebook.story1 import (
     REPORT,
     CalibrationRow,
@@ -26,8 +27,6 @@ from routelab.notebook.story1 import (
 )
 from routelab.scenarios import worm
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
 
 @pytest.fixture(scope="module")
 def one_worm():
@@ -38,7 +37,7 @@ def test_worm_figure_updates_in_place_with_alt_text(one_worm):
     f = WormFigure(duration=4.0)
     f.update(one_worm)
     png1 = f.render_png(50)
-    assert png1.startswith(PNG_MAGIC)
+    assert png1.startswith(PNG_SIGNATURE)
     assert "1 worm host" in f.alt and "dst entries peak" in f.alt
     # the same artists, new data
     line = f.entries

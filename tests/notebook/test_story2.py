@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from routelab.notebook.explorers import EXPLORERS
+from routelab.notebook.plots import PNG_SIGNATURE
 from routelab.notebook.story2 import (
     REPORT,
     RcuFigure,
@@ -20,8 +21,6 @@ from routelab.notebook.story2 import (
     variants_table,
 )
 from routelab.procfs import rt_cache_stat
-
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +72,7 @@ def test_rcu_figure_and_readout(variants):
     res = variants["2.6.0"]
     f = RcuFigure(duration=res.duration)
     f.update(res)
-    assert f.render_png(50).startswith(PNG_MAGIC)
+    assert f.render_png(50).startswith(PNG_SIGNATURE)
     assert "grace periods" in f.alt
     ends = res.extra["grace_period_ends_s"]
     assert ends.size == res.extra["grace_periods_s"].size
