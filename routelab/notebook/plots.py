@@ -24,6 +24,7 @@ from ..journey import GROUPS, Journey
 from ..result import Result
 
 __all__ = [
+    "CACHE_SERIES",
     "COLORS",
     "OKABE_ITO",
     "PNG_SIGNATURE",
@@ -44,6 +45,18 @@ OKABE_ITO = {
 #: Default colour order (yellow last: it is faint on white).
 COLORS = [OKABE_ITO[k] for k in ("blue", "orange", "bluish_green", "vermillion", "sky_blue",
                                  "reddish_purple", "black", "yellow")]
+
+#: How every figure draws the route-cache series, so a series looks the same in
+#: each notebook (colour, line style and legend label).
+CACHE_SERIES = {
+    "entries": dict(color=OKABE_ITO["orange"], linewidth=1.4, label="dst entries"),
+    "hashed": dict(color=OKABE_ITO["bluish_green"], linewidth=1.0, linestyle="--",
+                   label="in the hash"),
+    "rcu": dict(color=OKABE_ITO["sky_blue"], linewidth=1.2, linestyle="-.",
+                label="waiting for RCU"),
+    "garbage": dict(color=OKABE_ITO["reddish_purple"], linewidth=2.2, linestyle=":",
+                    label="garbage list", zorder=3),
+}
 
 _STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "figure.titlesize": 10}
 

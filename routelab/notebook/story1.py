@@ -19,7 +19,15 @@ import numpy as np
 from ..ipv4.route import gc_scan_cost
 from ..result import Result
 from ..scenarios import worm
-from .plots import OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling, ping_series
+from .plots import (
+    CACHE_SERIES,
+    OKABE_ITO,
+    BlitRenderer,
+    LiveFigure,
+    new_figure,
+    nice_ceiling,
+    ping_series,
+)
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -88,14 +96,10 @@ class WormFigure(LiveFigure):
         c = self.ax_c
         c.set_title("Route cache and dst cache")
         c.set_ylabel("entries")
-        (self.entries,) = c.plot([], [], color=OKABE_ITO["orange"], linewidth=1.4,
-                                 label="dst entries")
-        (self.hashed,) = c.plot([], [], color=OKABE_ITO["bluish_green"], linewidth=1.0,
-                                linestyle="--", label="in the hash")
-        (self.rcu,) = c.plot([], [], color=OKABE_ITO["sky_blue"], linewidth=1.2,
-                             linestyle="-.", label="waiting for RCU")
-        (self.garbage,) = c.plot([], [], color=OKABE_ITO["reddish_purple"], linewidth=2.2,
-                                 linestyle=":", label="garbage list", zorder=3)
+        (self.entries,) = c.plot([], [], **CACHE_SERIES["entries"])
+        (self.hashed,) = c.plot([], [], **CACHE_SERIES["hashed"])
+        (self.rcu,) = c.plot([], [], **CACHE_SERIES["rcu"])
+        (self.garbage,) = c.plot([], [], **CACHE_SERIES["garbage"])
         self.thresh = c.axhline(0, color=OKABE_ITO["black"], linewidth=0.8, linestyle="-.",
                                 label="gc_thresh")
         self.maxsize = c.axhline(0, color=OKABE_ITO["vermillion"], linewidth=1.0,

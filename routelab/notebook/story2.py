@@ -15,7 +15,7 @@ import numpy as np
 
 from ..result import Result
 from ..scenarios import rcu
-from .plots import OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling
+from .plots import CACHE_SERIES, OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -225,12 +225,9 @@ class RcuFigure(LiveFigure):
         self.fig, self.ax_e, self.ax_g = fig, a, b
         a.set_title("dst entries (counted against max_size)")
         a.set_ylabel("entries")
-        (self.entries,) = a.plot([], [], color=OKABE_ITO["orange"], linewidth=1.4,
-                                 label="dst entries")
-        (self.pending,) = a.plot([], [], color=OKABE_ITO["sky_blue"], linewidth=1.2,
-                                 linestyle="-.", label="waiting for RCU")
-        (self.hashed,) = a.plot([], [], color=OKABE_ITO["bluish_green"], linewidth=1.0,
-                                linestyle="--", label="in the hash")
+        (self.entries,) = a.plot([], [], **CACHE_SERIES["entries"])
+        (self.pending,) = a.plot([], [], **CACHE_SERIES["rcu"])
+        (self.hashed,) = a.plot([], [], **CACHE_SERIES["hashed"])
         self.maxsize = a.axhline(0, color=OKABE_ITO["black"], linewidth=1.0,
                                  linestyle=(0, (6, 2)), label="max_size")
         a.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
