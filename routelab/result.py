@@ -72,10 +72,9 @@ def hardirq_in_bins(r, p: dict, packets: dict, n0: int, edges) -> np.ndarray:
     cpu_of = dev_cpu[dev]
     nb = edges.size - 1
     b = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, nb - 1)
-    ok = w > 0
-    # (bincount adds the weights in order, as np.add.at would: the same sums)
-    out += np.bincount(cpu_of[ok] * nb + b[ok], weights=w[ok],
-                       minlength=ncpu * nb).reshape(ncpu, nb)
+    # (bincount adds the weights in order, as np.add.at would; the packets with
+    # no hard-IRQ time add +0.0, which leaves every sum as it is)
+    out += np.bincount(cpu_of * nb + b, weights=w, minlength=ncpu * nb).reshape(ncpu, nb)
     return out
 
 

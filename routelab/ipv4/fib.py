@@ -133,9 +133,10 @@ class Fib:
         tos = np.asarray(tos, dtype=np.uint8)
         iif = np.asarray(iif)
         n = daddr.shape[0]
-        rtype = np.full(n, RTN["unreachable"], dtype=np.int8)
-        oif = np.full(n, -1, dtype=np.int16)
-        gw = np.zeros(n, dtype=np.uint32)
+        # which route each packet took: an index into the rows below, -1 for
+        # none (the last row: unreachable)
+        choice = np.full(n, -1, dtype=np.int32)
+        rows_rt, rows_oif, rows_gw = [], [], []
         examined = np.zeros(n, dtype=np.int16)
         pending = np.ones(n, dtype=bool)
         for rule in self._rules:
@@ -159,11 +160,15 @@ class Fib:
             for net, plen, rt, o, g in self._tables.get(rule.table, []):
                 hit = sel & ~found & _match(daddr, net, plen)
                 if hit.any():
-                    np.copyto(rtype, rt, where=hit, casting="unsafe")
-                    np.copyto(oif, o, where=hit, casting="unsafe")
-                    np.copyto(gw, g, where=hit, casting="unsafe")
+                    choice = np.where(hit, np.int32(len(rows_rt)), choice)
+                    rows_rt.append(rt)
+                    rows_oif.append(o)
+                    rows_gw.append(g)
                     found |= hit
             pending &= ~found
+        rtype = np.array(rows_rt + [RTN["unreachable"]], dtype=np.int8)[choice]
+        oif = np.array(rows_oif + [-1], dtype=np.int16)[choice]
+        gw = np.array(rows_gw + [0], dtype=np.uint32)[choice]
         return rtype, oif, gw, examined
 
 
