@@ -464,10 +464,11 @@ class _Run:
                    pass_n=cython.longlong[:], full_slots=cython.longlong[:],
                    rx_lim=cython.longlong[:], ring=cython.longlong[:], weight=cython.longlong[:],
                    dev_cpu=cython.longlong[:], txcap=cython.longlong[:], misses=cython.longlong[:],
+                   hsearch=cython.longlong[:],
                    dev_napi=cython.schar[:], throttle=cython.schar[:],
                    in_ksoftirqd=cython.schar[:],
                    rxq_dev=list, ivlog=list,
-                   cstat=list, chain=list, outcome=bytearray)
+                   chain=list, outcome=bytearray)
     def _loop(self, trace, bin_s: float, record_every: float, progress) -> Result:
         r = self.r
         c = r.costs.fn
@@ -551,7 +552,6 @@ class _Run:
         rcu_wake = rcu is not None and (user or qs_idle)   # an idle CPU may report a QS
         has_cache = cache is not None
         table = cache.table if has_cache else None
-        cstat = cache.stat if has_cache else None
         step_c = c["chain_step"]
         dstops = cache.dst if has_cache else None
         # the same cache, DstOps and RCU objects as C-typed variables for the loop
@@ -560,6 +560,7 @@ class _Run:
         dops = dstops
         rcu_c = rcu
         misses = _vec("q", [0] * ncpu)    # slow-path calls per CPU (in_hit at the end)
+        hsearch = _vec("q", [0] * ncpu)   # chain entries stepped over (in_hlist_search)
         self._lookups = [0] * ncpu         # route lookups per CPU (from the outcomes)
         rcu_tick = jiffy
 
@@ -774,7 +775,7 @@ class _Run:
                         else:
                             steps = len(chain)
                         if steps:
-                            cstat[cpu][S_IN_HLIST_SEARCH] += steps
+                            hsearch[cpu] += steps
                             svc += steps * step_c
                         if e is not None:
                             # (in_hit: lookups minus misses, counted at the end)
@@ -866,6 +867,7 @@ class _Run:
         if self.cache is not None:
             for cc, row in enumerate(self.cache.stat):
                 row[S_IN_HIT] += self._lookups[cc] - misses[cc]
+                row[S_IN_HLIST_SEARCH] += hsearch[cc]
         # ---- drain: transmit completions after the last arrival ----
         for oq in txq:
             oq.drain()
