@@ -18,8 +18,8 @@ Three containers the loop touches for nearly every packet:
 Model, not kernel: these are bookkeeping structures of the simulator (the
 kernel's queues are linked lists of skbs), so the only rule they follow is
 FIFO order.  They store plain C doubles when compiled (see ``queues.pxd``,
-``routelab/accel.py``) and run unchanged as Python otherwise; both grow by
-doubling, so no capacity limit is hidden in them.
+``routelab/accel.py``) and run unchanged as Python otherwise; all three grow
+by doubling, so no capacity limit is hidden in them.
 """
 from __future__ import annotations
 
@@ -37,13 +37,19 @@ def _zeros(n: int) -> array:
     return array("d", bytes(8 * n))
 
 
+def _capacity(cap: int) -> int:
+    """The smallest power of two >= ``cap`` (at least ``_MIN_CAP``)."""
+    c = _MIN_CAP
+    while c < cap:
+        c *= 2
+    return c
+
+
 class _Ring:
     """A FIFO ring buffer of times (C doubles when compiled), grown by doubling."""
 
     def __init__(self, cap: int = _MIN_CAP) -> None:
-        c = _MIN_CAP
-        while c < cap:
-            c *= 2
+        c = _capacity(cap)
         self.buf = _zeros(c)
         self.v = self.buf
         self.mask = c - 1
@@ -150,9 +156,7 @@ class IntervalLog:
     ended extends it (the same floating-point sum as adding the durations)."""
 
     def __init__(self, cap: int = 1024) -> None:
-        c = _MIN_CAP
-        while c < cap:
-            c *= 2
+        c = _capacity(cap)
         self.sbuf = _zeros(c)
         self.dbuf = _zeros(c)
         self.s = self.sbuf

@@ -42,7 +42,7 @@ def ip_output_plan(length, oif, mtu, df, cost: dict, copy_s_per_byte: float,
     nfrag = np.ones(length.shape, dtype=np.int64)
     wire = wire_bytes(length)
     out = cost["ip_output"] + np.broadcast_to(per_frag, length.shape)
-    big = np.flatnonzero((length > m) | (length > 65535))
+    big = np.flatnonzero(length > m)       # (m <= 65535: too-long packets are here too)
     if big.size:
         lb = length[big]
         payload = np.maximum(lb - 20, 0)
