@@ -436,6 +436,9 @@ class _Run:
     # when it runs as Python; see routelab/accel.py).  Variables that next_timer and
     # flush_tx read (cache, txq, use_rcu, rcu_tick) stay Python objects: Cython
     # cannot share a typed variable with an inner function.
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.initializedcheck(False)
     @cython.locals(hz=cython.long, ncpu=cython.long, ndev=cython.long, budget=cython.long,
                    backlog_max=cython.long, i=cython.Py_ssize_t, j=cython.Py_ssize_t,
                    lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, n0=cython.Py_ssize_t,
@@ -449,7 +452,8 @@ class _Run:
                    dep=cython.double, step_c=cython.double, rr=cython.double,
                    cost_drop_irq=cython.double, slow_total=cython.double, cost=cython.double,
                    key=cython.ulonglong, ik=cython.long, fu=cython.double, p0=cython.double,
-                   wire=cython.double,
+                   wire=cython.double, c_fwd=cython.long, c_hdr=cython.long,
+                   c_ping=cython.long, c_redir=cython.long, c_refused=cython.long,
                    e=DstEntry, q=TimeQueue, oq=TxQueue, lg=IntervalLog,
                    rc=RouteCache, dops=DstOps, rcu_c=Rcu, ts=cython.double,
                    rt_=cython.long, nr_=cython.long, ma_=cython.long, gw_=cython.longlong,
@@ -599,6 +603,8 @@ class _Run:
         cost_drop_irq = c["irq_rx"] + c["netif_rx"] + c["kfree_skb"]
         rr = c["softirq_entry"]
         O_QDISC = OC["drop_qdisc"]
+        # the packet classes as C constants for the loop
+        c_fwd, c_hdr, c_ping, c_redir, c_refused = C_FWD, C_HDR, C_PING, C_REDIR, C_REFUSED
         O_MISSED = OC["drop_rx_missed"]
         O_BACKLOG = OC["drop_backlog"]
         rnbc = stats["rnbc"]
@@ -684,7 +690,7 @@ class _Run:
 
                     cpu = dev_cpu[d]
                     # ---- receive: NIC ring (NAPI) or per-CPU backlog (netif_rx) ----
-                    q = rxq_dev[d]
+                    q = cython.cast(TimeQueue, rxq_dev[d])   # (every element is one)
                     if q.n >= rx_lim[d] or throttle[cpu]:
                         # possibly full: retire the packets whose service has begun
                         ql = q.retire(t)
@@ -761,7 +767,7 @@ class _Run:
                     t_start[j] = start
                     cls = CLS[j]
                     e = None
-                    if has_cache and cls != C_HDR:
+                    if has_cache and cls != c_hdr:
                         # ---- ip_route_input: walk the hash chain ----
                         key = KEY[j]
                         ik = IK[j]
@@ -771,7 +777,7 @@ class _Run:
                         else:
                             steps = _chain_find(chain, key, ik)
                         if steps >= 0:
-                            e = chain[steps]
+                            e = cython.cast(DstEntry, chain[steps])
                         else:
                             steps = len(chain)
                         if steps:
@@ -812,10 +818,10 @@ class _Run:
                                     outcome[j] = OC["drop_martian"]
                                 # COST assumed a completed path; a refused packet is freed here
                                 svc += c["kfree_skb"] - self._path_cost_of(j)
-                                cls = C_REFUSED
+                                cls = c_refused
                     # the CPU is busy with this packet until fin
                     fin = start + svc
-                    if cls == C_REDIR:
+                    if cls == c_redir:
                         # ip_forward: out by the device it came in on -- maybe a redirect
                         w = self._ip_rt_send_redirect(j, d, start, e, txq, link_free_arr,
                                                       txcap_arr,
@@ -823,13 +829,13 @@ class _Run:
                         svc += w
                         fin += w
                     busy[cpu] = fin
-                    lg = ivlog[cpu]
+                    lg = cython.cast(IntervalLog, ivlog[cpu])
                     lg.add(start, svc, fin)
-                    if cls == C_FWD or cls == C_PING or cls == C_REDIR:
+                    if cls == c_fwd or cls == c_ping or cls == c_redir:
                         # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
                         # (ForwDatagrams, FragOKs/FragCreates, tx_packets: at the end)
                         oif = OIF[j]
-                        oq = txq[oif]
+                        oq = cython.cast(TxQueue, txq[oif])
                         cap = txcap[oif]
                         if oq.n < cap or oq.retire(fin) < cap:
                             lf = link_free[oif]
@@ -839,7 +845,7 @@ class _Run:
                             oq.push(dep, e)
                             t_depart[j] = dep
                             outcome[j] = 0
-                            if cls == C_PING and self._ping_forwarded(
+                            if cls == c_ping and self._ping_forwarded(
                                     tr, j, oif, dep, cols, outcome, t_start_arr, t_depart_arr,
                                     dyn, ping_rtt, reflect, T_arr):
                                 # an echo reply was injected: pick the next packet afresh
@@ -852,7 +858,7 @@ class _Run:
                             outcome[j] = O_QDISC
                             if e is not None:
                                 e.refcnt -= 1
-                    elif cls != C_REFUSED:
+                    elif cls != c_refused:
                         self._other_path(cls, j, d, fin, e, outcome, t_depart_arr, txq,
                                          link_free_arr, txcap_arr, stats, mib, icmp, ping_rtt,
                                          T_arr)

@@ -1,6 +1,7 @@
 # C types for queues.py when it is compiled (see setup.py, routelab/accel.py):
 # the loop's queues are C classes holding C doubles, and their methods are C
 # calls from the compiled loop.
+cimport cython
 from routelab.core.dst cimport DstEntry
 
 
@@ -12,11 +13,13 @@ cdef class _Ring:
     cpdef double first(self)
 
 
+@cython.final
 cdef class TimeQueue(_Ring):
     cpdef void push(self, double x)
     cpdef Py_ssize_t retire(self, double t)
 
 
+@cython.final
 cdef class TxQueue(_Ring):
     cdef public list dst
 
@@ -24,6 +27,7 @@ cdef class TxQueue(_Ring):
     cpdef Py_ssize_t retire(self, double now)
 
 
+@cython.final
 cdef class IntervalLog:
     cdef public object sbuf, dbuf
     cdef double[:] s, d

@@ -83,12 +83,16 @@ class _Ring:
 class TimeQueue(_Ring):
     """FIFO of times: a NIC RX ring or a CPU backlog (service starts)."""
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def push(self, x: float) -> None:
         if self.n > self.mask:
             self._grow()
         self.v[(self.head + self.n) & self.mask] = x
         self.n += 1
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     @cython.locals(h=cython.Py_ssize_t, m=cython.Py_ssize_t, n=cython.Py_ssize_t)
     def retire(self, t: float) -> int:
         """Drop every time <= ``t`` from the front; return the length left."""
@@ -110,6 +114,8 @@ class TxQueue(_Ring):
         _Ring.__init__(self, cap)
         self.dst = [None] * (self.mask + 1)
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def push(self, dep: float, e) -> None:
         if self.n > self.mask:
             self._grow()
@@ -118,6 +124,8 @@ class TxQueue(_Ring):
         self.dst[i] = e
         self.n += 1
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     @cython.locals(h=cython.Py_ssize_t, m=cython.Py_ssize_t, n=cython.Py_ssize_t,
                    x=DstEntry)
     def retire(self, now: float) -> int:
@@ -168,6 +176,8 @@ class IntervalLog:
     def __len__(self) -> int:
         return self.n
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def add(self, start: float, dur: float, end: float) -> None:
         """Busy from ``start`` for ``dur`` seconds, until ``end`` (the caller's
         own ``start + dur``: kept as given, so the next interval is merged
