@@ -2,6 +2,7 @@
 # An "augmenting" .pxd: dst.py stays the only source of the code; this file
 # only says which of its attributes are C numbers, so that the per-packet
 # loop reads and writes them without a dictionary lookup.
+cimport cython
 
 cdef class DstEntry:
     cdef public unsigned long long key      # daddr << 32 | saddr
@@ -27,6 +28,7 @@ cdef class DstEntry:
     cpdef void _reset(self, long long uid, double now)
 
 
+@cython.final
 cdef class DstOps:
     cdef public long long gc_thresh, entries, _uid
     cdef public object gc, on_destroy

@@ -1,9 +1,11 @@
 # C types for rcu.py when it is compiled (see setup.py, routelab/accel.py):
 # RCU is a C class, so the route cache's call_rcu and the callbacks' dst_free
 # are C calls.
+cimport cython
 from routelab.core.dst cimport DstEntry, DstOps
 
 
+@cython.final
 cdef class Rcu:
     cdef public str mode
     cdef public bint _none

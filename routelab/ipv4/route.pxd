@@ -2,12 +2,14 @@
 # the cache entries its chain walks and GC passes touch are C structs, and the
 # route cache itself is a C class whose miss path (slow path, dst_alloc, GC,
 # rt_intern_hash, rt_free -> call_rcu -> dst_free) is a chain of C calls.
+cimport cython
 from routelab.core.dst cimport DstEntry, DstOps
 from routelab.core.rcu cimport Rcu
 
 cdef long _RTN_LOCAL, _RTN_BROADCAST, _RTN_UNREACHABLE, _RTN_BLACKHOLE, _RTN_PROHIBIT
 
 
+@cython.final
 cdef class RouteCache:
     # configuration and structure
     cdef public object kernel, cost, rng, stat, table, gc_log, _hash

@@ -293,6 +293,8 @@ class RouteCache:
         e = self._slow(now, cpu, key, ik, h, rtype, oif, gw, nrules, martian)
         return e, self._t, self._why
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     @cython.locals(e=DstEntry, t=cython.double)
     def _slow(self, now: float, cpu: int, key: int, ik: int, h: int,
               rtype: int, oif: int, gw: int, nrules: int, martian: int) -> DstEntry | None:
@@ -359,6 +361,8 @@ class RouteCache:
         e = self._intern(e, h, now, cpu)
         return e, self._t
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     @cython.locals(r=DstEntry, cand=DstEntry,
                    key=cython.ulonglong, ik=cython.long,
                    length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
@@ -415,6 +419,8 @@ class RouteCache:
         return e
 
     # -- garbage collection ---------------------------------------------------
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     @cython.locals(t=cython.double, entries=cython.longlong,
                    goal=cython.longlong, buckets=cython.long, now_j=cython.longlong,
                    expire=cython.longlong, tmo=cython.longlong, mask=cython.long, k=cython.long,
