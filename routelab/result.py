@@ -222,6 +222,12 @@ class Result:
             "cpu_irq_pct": round(100.0 * float(irq.mean()), 2),
             "cpu_busy_pct": round(100.0 * float((soft + irq).mean()), 2),
         }
+        sched = self.counters.get("sched")
+        if sched is not None and "ksoftirqd_s" in sched and self.duration > 0:
+            # the share of time ksoftirqd was the current task: what top shows on
+            # its line (hard IRQs that interrupt it are charged to it too)
+            s["cpu_ksoftirqd_pct"] = round(
+                100.0 * sum(sched["ksoftirqd_s"]) / (len(sched["ksoftirqd_s"]) * self.duration), 2)
         for name, v in oc.items():
             if name.startswith("drop_"):
                 s[name] = v

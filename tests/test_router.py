@@ -297,3 +297,22 @@ def test_softirq_saturation_stalls_vanilla_grace_periods_but_not_call_rcu_bh():
     # completion -- is a few dozen GC-heavy packets long)
     assert gp_b > 10 * max(gp_v, 1) and pend_b < pend_v / 5, out
     assert gp_v < gp_i and pend_b <= pend_i < pend_v, out
+
+
+def test_ksoftirqd_is_current_only_when_softirq_work_overflows_a_pass():
+    # light load: every packet is handled from irq_exit, ksoftirqd never runs
+    r = make_router("2.4.24", "k6-200", "e100")
+    light = r.run(trace(200, rate=1000.0), 0.2)
+    assert light.summary()["cpu_ksoftirqd_pct"] == 0.0
+    assert light.counters["sched"]["ksoftirqd_s"] == [0.0]
+    # overload: the backlog outlasts a net_rx_action pass, ksoftirqd takes over and
+    # is current a good part of the time, never longer than the run and never less than
+    # zero; top charges it what it ran (so it cannot exceed the CPU's busy time
+    # by more than the idle gaps it slept through: none here)
+    # (10 passes of 1 jiffy = 100 ms at HZ=100 before do_softirq gives up)
+    heavy = make_router("2.4.24", "k6-200", "e100").run(trace(30000, rate=1e5, length=46), 0.3)
+    s = heavy.summary()
+    ks = heavy.counters["sched"]["ksoftirqd_s"][0]
+    assert 0.0 < ks <= 0.3
+    assert 20.0 < s["cpu_ksoftirqd_pct"] <= s["cpu_busy_pct"] + 1e-9
+    assert "_ksoftirqd_since" not in heavy.counters["sched"]

@@ -54,7 +54,7 @@ __all__ = [
 #: What Walter reported (stories.md s1, the figures marked "calibrate").
 REPORT = {
     "no_worm": "ping about 1 ms",
-    "worm": "ping 100-160 ms; CPU 80-90 %, ~all softirq",
+    "worm": "ping 100-160 ms; CPU 80-90 %, ~all in ksoftirqd",
     "k20": "ping 1-2 ms",
 }
 
@@ -281,7 +281,8 @@ class CalibrationRow:
         s = self.summary
         return (f"ping p50 {s['ping_rtt_ms_p50']:.1f} ms (p95 {s['ping_rtt_ms_p95']:.1f}, "
                 f"loss {s['ping_loss_pct']:.0f} %); CPU {s['cpu_busy_pct']:.0f} % busy = "
-                f"{s['cpu_softirq_pct']:.0f} % softirq + {s['cpu_irq_pct']:.0f} % IRQ")
+                f"{s['cpu_softirq_pct']:.0f} % softirq + {s['cpu_irq_pct']:.0f} % IRQ; "
+                f"top: ksoftirqd {s.get('cpu_ksoftirqd_pct', 0.0):.0f} %")
 
 
 CALIBRATION_CASES = [
@@ -304,10 +305,12 @@ def calibration_rows(duration: float = 10.0, seed: int = 1) -> list[CalibrationR
 def calibration_table(rows: list[CalibrationRow]) -> str:
     """Report and model side by side, as plain text."""
     w = max(len(r.case) for r in rows)
-    lines = [f"{'case':<{w}}  {'reported (Walter, linux-net 2004)':<46}  model",
-             f"{'-' * w}  {'-' * 46}  {'-' * 5}"]
+    head = "reported (Walter, linux-net 2004)"
+    wr = max(len(head), *(len(r.report) for r in rows))
+    lines = [f"{'case':<{w}}  {head:<{wr}}  model",
+             f"{'-' * w}  {'-' * wr}  {'-' * 5}"]
     for r in rows:
-        lines.append(f"{r.case:<{w}}  {r.report:<46}  {r.model_text()}")
+        lines.append(f"{r.case:<{w}}  {r.report:<{wr}}  {r.model_text()}")
     return "\n".join(lines)
 
 
