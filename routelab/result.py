@@ -36,6 +36,25 @@ def _farr(values: list) -> np.ndarray:
     return np.frombuffer(array("d", values), dtype=np.float64).copy()
 
 
+def bin_index(edges: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The bin of each time: the last ``i`` with ``edges[i] <= t``, clipped to
+    ``[0, nb - 1]`` -- ``searchsorted(edges, t, side="right") - 1``, exactly.
+
+    ``edges`` are uniform (``arange(nb + 1) * bin_s``), so a division finds
+    the bin to within one; one comparison each way against the edges makes it
+    exact.  This replaces a binary search per time (8 steps for 250 bins).
+    """
+    nb = edges.size - 1
+    t = np.asarray(t, dtype=np.float64)
+    if nb < 1 or t.size == 0 or not (np.isfinite(t).all() and t.min() >= 0.0):
+        return np.clip(np.searchsorted(edges, t, side="right") - 1, 0, max(nb - 1, 0))
+    ext = np.append(edges, np.inf)          # (edges[nb + 1]: never <= t)
+    b = np.minimum((t / (edges[1] - edges[0])).astype(np.int64), nb)
+    b -= ext[b] > t                         # one too far (edges[0] = 0 <= t)
+    b += ext[b + 1] <= t                    # one short
+    return np.minimum(b, nb - 1)
+
+
 def hardirq_in_bins(r, p: dict, packets: dict, n0: int, edges) -> np.ndarray:
     """Hard-IRQ seconds per CPU and bin, split out of the CPU's busy time.
 
@@ -71,7 +90,7 @@ def hardirq_in_bins(r, p: dict, packets: dict, n0: int, edges) -> np.ndarray:
     w = w + np.where(tx, nfrag * c["tx_irq"], 0.0)
     cpu_of = dev_cpu[dev]
     nb = edges.size - 1
-    b = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, nb - 1)
+    b = bin_index(edges, t)
     # (bincount adds the weights in order, as np.add.at would; the packets with
     # no hard-IRQ time add +0.0, which leaves every sum as it is)
     out += np.bincount(cpu_of * nb + b, weights=w, minlength=ncpu * nb).reshape(ncpu, nb)
