@@ -374,11 +374,12 @@ class _Run:
         # forward-path decisions and their cost
         fw = _ipf.ip_forward_plan(tr, oif, mtu, c, r.costs.copy_s_per_byte, LL_RESERVED)
         p.update(fw)
+        oif_c = np.maximum(oif, 0).astype(np.intp)   # (a plain gather index)
         out = _ipout.ip_output_plan(tr.length, oif, mtu, tr.df, c, r.costs.copy_s_per_byte,
-                                    napi[np.maximum(oif, 0)])
+                                    napi[oif_c])
         p.update(out)
         ser = np.where(speed > 0, 8.0 / np.where(speed > 0, speed, 1.0), 0.0)
-        p["wire_s"] = out["wire_bytes"] * ser[np.maximum(oif, 0)]
+        p["wire_s"] = out["wire_bytes"] * ser[oif_c]
         # what the router sends back on the input device: an echo reply as long
         # as the request, or an ICMP error quoting the offending packet
         reply_len = np.where(rtype == RTN["local"], tr.length, icmp_error_len(tr.length))

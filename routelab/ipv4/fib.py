@@ -135,7 +135,8 @@ class Fib:
         n = daddr.shape[0]
         # which route each packet took: an index into the rows below, -1 for
         # none (the last row: unreachable)
-        choice = np.full(n, -1, dtype=np.int32)
+        # (intp: the gathers at the end index with it directly, no conversion)
+        choice = np.full(n, -1, dtype=np.intp)
         rows_rt, rows_oif, rows_gw = [], [], []
         examined = np.zeros(n, dtype=np.int16)
         pending = np.ones(n, dtype=bool)
@@ -160,7 +161,7 @@ class Fib:
             for net, plen, rt, o, g in self._tables.get(rule.table, []):
                 hit = sel & ~found & _match(daddr, net, plen)
                 if hit.any():
-                    choice = np.where(hit, np.int32(len(rows_rt)), choice)
+                    choice = np.where(hit, np.intp(len(rows_rt)), choice)
                     rows_rt.append(rt)
                     rows_oif.append(o)
                     rows_gw.append(g)

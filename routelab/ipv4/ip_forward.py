@@ -67,7 +67,7 @@ def ip_forward_plan(tr: PacketTrace, oif, mtu, cost: dict, copy_s_per_byte: floa
     ip_forward_finish).
     """
     verdict = np.zeros(len(tr), dtype=np.int8)
-    oif_c = np.maximum(np.asarray(oif), 0)
+    oif_c = np.maximum(np.asarray(oif), 0).astype(np.intp)   # (a plain gather index)
     too_big = (tr.length > np.asarray(mtu)[oif_c]) & tr.df
     verdict[too_big] = FWD_FRAG_NEEDED
     verdict[tr.ttl <= 1] = FWD_TTL

@@ -32,7 +32,7 @@ def ip_output_plan(length, oif, mtu, df, cost: dict, copy_s_per_byte: float,
     fragment on non-NAPI drivers).
     """
     length = np.asarray(length, dtype=np.int64)
-    oif_c = np.maximum(np.asarray(oif), 0)
+    oif_c = np.maximum(np.asarray(oif), 0).astype(np.intp)   # (a plain gather index)
     m = np.clip(np.asarray(mtu, dtype=np.int64)[oif_c], 68, 65535)
     napi = np.asarray(out_napi, dtype=bool)
     per_frag = (cost["dev_queue_xmit"] + cost["hard_start_xmit"] + cost["tx_complete"]
