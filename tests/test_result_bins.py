@@ -29,3 +29,11 @@ def test_bin_index_falls_back_for_odd_times():
     for t in (np.array([np.nan, 0.5]), np.array([-1.0, 0.5]), np.array([np.inf, 0.05]),
               np.array([], dtype=float)):
         assert np.array_equal(bin_index(edges, t), _reference(edges, t))
+
+
+def test_bin_index_falls_back_for_edges_it_was_not_made_for():
+    rng = np.random.default_rng(3)
+    t = rng.random(1000) * 10.0
+    for edges in (np.array([0.0, 1.0, 5.0, 6.0, 10.0]), np.linspace(1.0, 9.0, 9),
+                  np.geomspace(1e-3, 10.0, 20)):
+        assert np.array_equal(bin_index(edges, t), _reference(edges, t))
