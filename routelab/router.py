@@ -1151,11 +1151,7 @@ class _Run:
             # irq_exit: wakeup_softirqd
             ksoftirqd_wakeups[cpu] += 1
             if not user:
-                ctxsw[cpu] += 1
-                if rcu is not None:
-                    rcu.quiescent(cpu, start, "ctxsw")
-                in_ksoftirqd[cpu] = True
-                sched["_ksoftirqd_since"][cpu] = start
+                _Run._ksoftirqd_runs(cpu, start, rcu, in_ksoftirqd, ctxsw, sched)
                 return start, w
             user_left[cpu] -= start - acct_t0[cpu]
             acct_t0[cpu] = start
@@ -1163,11 +1159,7 @@ class _Run:
                 # the user task's slice ran out during the batch: schedule() puts it
                 # in the expired array and runs ksoftirqd
                 sched["user_expired"][cpu] += 1
-                ctxsw[cpu] += 1
-                if rcu is not None:
-                    rcu.quiescent(cpu, start, "ctxsw")
-                in_ksoftirqd[cpu] = True
-                sched["_ksoftirqd_since"][cpu] = start
+                _Run._ksoftirqd_runs(cpu, start, rcu, in_ksoftirqd, ctxsw, sched)
                 return start, w
         # back in user mode until the next interrupt
         sched["slivers"][cpu] += 1
@@ -1179,6 +1171,16 @@ class _Run:
             if rcu is not None:
                 rcu.quiescent(cpu, tick, "user_tick")
         return end, w
+
+    @staticmethod
+    def _ksoftirqd_runs(cpu, t, rcu, in_ksoftirqd, ctxsw, sched) -> None:
+        """schedule() switches to ksoftirqd at ``t``: a context switch (a
+        quiescent state), and ksoftirqd is the current task from now on."""
+        ctxsw[cpu] += 1
+        if rcu is not None:
+            rcu.quiescent(cpu, t, "ctxsw")
+        in_ksoftirqd[cpu] = True
+        sched["_ksoftirqd_since"][cpu] = t
 
     def _other_path(self, cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap,
                     stats, mib, icmp, ping_rtt, T) -> float:
