@@ -572,22 +572,26 @@ class _Run:
         self._lookups = [0] * ncpu         # route lookups per CPU (from the outcomes)
         rcu_tick = jiffy
 
+        @cython.locals(nt_=cython.double, rc_=RouteCache, d_=DstOps)
         def next_timer() -> float:
             if cache is None:
                 return math.inf
-            nt_ = min(cache.check_expire_at, cache.secret_at, dstops.gc_timer_at)
-            if use_rcu and rcu.pending and rcu_tick < nt_:
+            rc_ = cache
+            d_ = dstops
+            nt_ = min(rc_.check_expire_at, rc_.secret_at, d_.gc_timer_at)
+            if use_rcu and rc_.rcu.pending and rcu_tick < nt_:
                 nt_ = rcu_tick
             return nt_
 
+        @cython.locals(now=cython.double, oq_=TxQueue)
         def flush_tx(now: float) -> None:
             # TX completions up to ``now``: free the skbs, release their dsts.
             # Reference counts are only *read* by the slow path, the GCs and
             # the RCU callbacks, so completions are applied just before those
             # run rather than after every packet (same result, less work).
-            for oq in txq:
-                if oq.n and oq.first() <= now:
-                    oq.retire(now)
+            for oq_ in txq:
+                if oq_.n and oq_.first() <= now:
+                    oq_.retire(now)
 
         nt = next_timer()
         rec_next = 0.0
