@@ -235,6 +235,10 @@ class Router:
         for d in devices:
             if not 0 <= d.cpu < self.ncpus:
                 raise KnobError(f"{d.name}.cpu", d.cpu, f"an integer in [0, {self.ncpus - 1}]")
+        for rt in fib.routes:
+            if rt.oif >= len(devices):
+                raise KnobError(f"route {rt.prefix} oif", rt.oif,
+                                f"an interface index in [0, {len(devices) - 1}]")
         self.devices = devices
         self.fib = fib
         self.user_task = bool(user_task)
@@ -902,9 +906,11 @@ class _Run:
     # -- pieces of the loop that run rarely ---------------------------------------
     def _check_iif(self, tr: PacketTrace) -> None:
         r = self.r
-        if len(tr) and (int(tr.iif.max()) >= len(r.devices) or int(tr.iif.min()) < 0):
-            raise KnobError("iif", int(tr.iif.max()),
-                            f"a device index in [0, {len(r.devices) - 1}]")
+        if len(tr):
+            lo, hi = int(tr.iif.min()), int(tr.iif.max())
+            if hi >= len(r.devices) or lo < 0:
+                raise KnobError("iif", hi if hi >= len(r.devices) else lo,
+                                f"a device index in [0, {len(r.devices) - 1}]")
 
     def _count_window(self, tr, p, outcome, DEV, CLS, OIF, NFRAG, stats, mib, n0) -> None:
         """Counters the loop leaves to the end of each window: they follow from the outcomes.

@@ -316,3 +316,26 @@ def test_ksoftirqd_is_current_only_when_softirq_work_overflows_a_pass():
     assert 0.0 < ks <= 0.3
     assert 20.0 < s["cpu_ksoftirqd_pct"] <= s["cpu_busy_pct"] + 1e-9
     assert "_ksoftirqd_since" not in heavy.counters["sched"]
+
+
+def test_routes_must_name_an_existing_output_interface():
+    # (the compiled loop indexes devices without bounds checks: a bad oif must be
+    # refused up front, with the route and the valid range named)
+    devs = [Device("eth0", "e1000", 0), Device("eth1", "e1000", 0)]
+    with pytest.raises(KnobError, match=r"route 0\.0\.0\.0/0 oif=-1.*>= 0"):
+        Fib(routes=[Route("0.0.0.0/0", oif=-1)])
+    with pytest.raises(KnobError, match=r"oif=True"):
+        Fib(routes=[Route("0.0.0.0/0", oif=True)])
+    fib = Fib(routes=[Route("0.0.0.0/0", oif=2)], local_addrs=[ROUTER_IN])
+    with pytest.raises(KnobError, match=r"route 0\.0\.0\.0/0 oif=2.*\[0, 1\]"):
+        Router("2.4.24", "opteron-2400x2", devs, fib)
+    assert Router("2.4.24", "opteron-2400x2", devs,
+                  Fib(routes=[Route("0.0.0.0/0", oif=np.int64(1))])).fib is not None
+
+
+@pytest.mark.parametrize("bad", [-1, 2])
+def test_trace_input_devices_are_checked_and_the_bad_one_named(bad):
+    r = make_router()
+    tr = trace(3, iif=np.array([0, bad, 0]))
+    with pytest.raises(KnobError, match=rf"iif={bad} is not valid.*\[0, 1\]"):
+        r.run(tr, 0.01)

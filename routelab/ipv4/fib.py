@@ -18,6 +18,7 @@ Simplifications
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,6 +104,9 @@ class Fib:
         for r in self.routes:
             if r.rtype not in RTN:
                 raise KnobError("route type", r.rtype, "one of " + ", ".join(RTN))
+            if isinstance(r.oif, bool) or not isinstance(r.oif, numbers.Integral) or r.oif < 0:
+                raise KnobError(f"route {r.prefix} oif", r.oif,
+                                "an output interface index (an integer >= 0)")
             net, plen = parse_prefix(r.prefix)
             gw = ip_to_int(r.gateway) if r.gateway else 0
             self._add(r.table, net, plen, RTN[r.rtype], r.oif, gw)
