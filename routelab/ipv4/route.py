@@ -33,6 +33,7 @@ import numpy as np
 
 from ..core.dst import DESTROYED, GARBAGE, HASHED, DstEntry, DstOps
 from ..core.rcu import Rcu
+from ..errors import KnobError
 from ..kernels import KernelProfile
 from .fib import RTN
 
@@ -290,8 +291,17 @@ class RouteCache:
         On success the entry comes back with a reference held for the packet.
         ``drop_reason`` is ``None`` or one of ``"martian"``, ``"dst_overflow"``.
         """
+        self._check_args(cpu, h)
         e = self._slow(now, cpu, key, ik, h, rtype, oif, gw, nrules, martian)
         return e, self._t, self._why
+
+    def _check_args(self, cpu: int, h: int | None = None) -> None:
+        """The public entry points' checks: the compiled miss path indexes the
+        per-CPU statistics and the hash table without bounds checks."""
+        if not 0 <= cpu < self.ncpus:
+            raise KnobError("cpu", cpu, f"a CPU number in [0, {self.ncpus - 1}]")
+        if h is not None and not 0 <= h <= self.mask:
+            raise KnobError("hash bucket", h, f"an integer in [0, {self.mask}]")
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -358,6 +368,7 @@ class RouteCache:
         with a non-valuable candidate; 2.4.18 never trims.  The ``nocache``
         profile frees the new entry instead of inserting it (story 1's hack).
         """
+        self._check_args(cpu, h)
         e = self._intern(e, h, now, cpu)
         return e, self._t
 
@@ -515,6 +526,7 @@ class RouteCache:
         path): one pass over the table at most.  See kernel.md s1 for the
         steps; :meth:`_gc` follows them in order.
         """
+        self._check_args(cpu)
         t = self._gc(now, cpu)
         return self._ok, t
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from routelab.core.dst import DESTROYED, GARBAGE, HASHED, RCU_PENDING, DstEntry, dst_release
 from routelab.costs import cost_table
+from routelab.errors import KnobError
 from routelab.hardware import CPUS
 from routelab.ipv4.fib import RTN
 from routelab.ipv4.route import (
@@ -603,3 +604,20 @@ def test_stat_rows_and_fields():
     assert len(rows) == 2 and all(len(r) == 17 for r in rows)
     assert rows[0][0] == rows[1][0] == 5 and rows[1][S_GC_TOTAL] == 7
     assert STAT_FIELDS[0] == "entries" and len(STAT_FIELDS) == 17
+
+
+def test_public_entry_points_refuse_a_cpu_or_bucket_out_of_range():
+    # the compiled miss path indexes per-CPU statistics and the table unchecked,
+    # so the public methods check their indices and name the bad one
+    c = make_cache(buckets=64, ncpus=2)
+    U = RTN["unicast"]
+    with pytest.raises(KnobError, match=r"cpu=2 is not valid.*\[0, 1\]"):
+        c.ip_route_input_slow(NOW, 2, 1, 0, 0, U, 0, 0, 1, 0)
+    with pytest.raises(KnobError, match=r"hash bucket=64 is not valid.*\[0, 63\]"):
+        c.ip_route_input_slow(NOW, 0, 1, 0, 64, U, 0, 0, 1, 0)
+    with pytest.raises(KnobError, match=r"hash bucket=-1"):
+        c.rt_intern_hash(DstEntry(1, NOW), -1, NOW, 0)
+    with pytest.raises(KnobError, match=r"cpu=-1"):
+        c.rt_garbage_collect(NOW, -1)
+    e, _, why = c.ip_route_input_slow(NOW, 1, 1, 0, 63, U, 0, 0, 1, 0)
+    assert why is None and e is not None and c.stat[1][2] == 1   # in_slow_tot on CPU 1
