@@ -77,3 +77,12 @@ def test_rcu_scenario_summary_keys_and_progress():
     assert s["in_hit"] + s["in_slow_tot"] == s["rx_ok"]
     assert seen and seen[-1] == 1.0
     assert res.conservation()
+
+
+def test_top_charges_the_flood_to_the_starved_user_task():
+    # softirq work on a CPU with a runnable user task mostly runs at irq_exit on the
+    # user task's time: ksoftirqd is current only a small share of the time, although
+    # the CPU is almost never free for the user task (what top could not show)
+    s = get("rcu").run(seed=1, duration=1.0).summary()
+    assert s["cpu_busy_pct"] > 95.0
+    assert 0.0 < s["cpu_ksoftirqd_pct"] < 50.0
