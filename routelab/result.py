@@ -48,12 +48,10 @@ def bin_index(edges: np.ndarray, t: np.ndarray) -> np.ndarray:
     """
     nb = edges.size - 1
     t = np.asarray(t, dtype=np.float64)
-    if nb < 1 or t.size == 0 or not (np.isfinite(t).all() and t.min() >= 0.0):
+    step = edges[1] - edges[0] if nb >= 1 else 0.0
+    uniform = step > 0 and edges[0] == 0.0 and np.array_equal(edges, np.arange(nb + 1) * step)
+    if not (uniform and t.size and np.isfinite(t).all() and t.min() >= 0.0):
         return np.clip(np.searchsorted(edges, t, side="right") - 1, 0, max(nb - 1, 0))
-    step = edges[1] - edges[0]
-    if not (step > 0 and edges[0] == 0.0 and np.array_equal(edges, np.arange(nb + 1) * step)):
-        # not the uniform edges this is for: the plain binary search
-        return np.clip(np.searchsorted(edges, t, side="right") - 1, 0, nb - 1)
     ext = np.append(edges, np.inf)          # (edges[nb + 1]: never <= t)
     b = np.minimum((t / step).astype(np.int64), nb)
     b -= ext[b] > t                         # one too far (edges[0] = 0 <= t)

@@ -898,7 +898,8 @@ class _Run:
         for cc in range(ncpu):
             if in_ksoftirqd[cc]:
                 # still running at the end: until its work is done (or the run ends)
-                sched["ksoftirqd_s"][cc] += max(0.0, min(busy[cc], duration) - ks_since[cc])
+                _Run._ksoftirqd_stops(cc, max(min(busy[cc], duration), ks_since[cc]), ksd_arr,
+                                      sched)
         del sched["_ksoftirqd_since"]
         res.counters["sched"] = sched
         return res
@@ -1053,8 +1054,7 @@ class _Run:
         tick between ``b`` and ``t`` lands in user mode (or in idle).
         """
         if in_ksoftirqd[cpu]:
-            in_ksoftirqd[cpu] = False
-            sched["ksoftirqd_s"][cpu] += b - sched["_ksoftirqd_since"][cpu]
+            _Run._ksoftirqd_stops(cpu, b, in_ksoftirqd, sched)
             if user:
                 ks_left[cpu] -= b - acct_t0[cpu]
                 acct_t0[cpu] = b
@@ -1152,8 +1152,7 @@ class _Run:
             sched["ksoftirqd_expired"][cpu] += 1
             ks_left[cpu] = KSOFTIRQD_SLICE
             user_left[cpu] = USER_SLICE
-            in_ksoftirqd[cpu] = False
-            sched["ksoftirqd_s"][cpu] += start - sched["_ksoftirqd_since"][cpu]
+            _Run._ksoftirqd_stops(cpu, start, in_ksoftirqd, sched)
             ctxsw[cpu] += 1
             if rcu is not None:
                 rcu.quiescent(cpu, start, "ctxsw")
@@ -1191,6 +1190,13 @@ class _Run:
             rcu.quiescent(cpu, t, "ctxsw")
         in_ksoftirqd[cpu] = True
         sched["_ksoftirqd_since"][cpu] = t
+
+    @staticmethod
+    def _ksoftirqd_stops(cpu, t, in_ksoftirqd, sched) -> None:
+        """ksoftirqd stops being the current task at ``t`` (it sleeps, or its
+        slice ran out): the time since it started is top's ksoftirqd time."""
+        in_ksoftirqd[cpu] = False
+        sched["ksoftirqd_s"][cpu] += t - sched["_ksoftirqd_since"][cpu]
 
     def _other_path(self, cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap,
                     stats, mib, icmp, ping_rtt, T) -> float:

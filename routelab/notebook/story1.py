@@ -225,7 +225,7 @@ def worm_readout(res: Result) -> str:
     return (f"<b>{html.escape(k['cpu'])}</b>, {html.escape(k['kernel'])}, "
             f"{k['worm_hosts']} x {k['scan_pps']:,.0f} probes/s | {ping} | CPU "
             f"<b>{s['cpu_busy_pct']:.0f} %</b> busy ({s['cpu_softirq_pct']:.0f} % softirq; "
-            f"top: ksoftirqd {s.get('cpu_ksoftirqd_pct', 0.0):.0f} %) | "
+            f"top: ksoftirqd {s['cpu_ksoftirqd_pct']:.0f} %) | "
             f"entries max {s['route_cache_entries_max']:,} (gc_thresh {k['gc_thresh']:,}, "
             f"max_size {k['max_size']:,}) | GC {s['gc_total']:,} calls, "
             f"{s['gc_ignored']:,} skipped (gc_min_interval {k['gc_min_interval']:g} s) | "
@@ -283,7 +283,7 @@ class CalibrationRow:
         return (f"ping p50 {s['ping_rtt_ms_p50']:.1f} ms (p95 {s['ping_rtt_ms_p95']:.1f}, "
                 f"loss {s['ping_loss_pct']:.0f} %); CPU {s['cpu_busy_pct']:.0f} % busy = "
                 f"{s['cpu_softirq_pct']:.0f} % softirq + {s['cpu_irq_pct']:.0f} % IRQ; "
-                f"top: ksoftirqd {s.get('cpu_ksoftirqd_pct', 0.0):.0f} %")
+                f"top: ksoftirqd {s['cpu_ksoftirqd_pct']:.0f} %")
 
 
 CALIBRATION_CASES = [
