@@ -88,12 +88,9 @@ class Rcu:
         self.qs_kinds = QS_KINDS[mode]
         self.ncpus = ncpus
         self.maxbatch = maxbatch
-        if isinstance(free, DstOps):
-            self.ops = free
-            self.free = free.dst_free
-        else:
-            self.ops = None
-            self.free = free
+        # (a DstOps is called directly, see _free; anything else through ``free``)
+        self.ops = free if isinstance(free, DstOps) else None
+        self.free = None if self.ops is not None else free
         self.on_call = HOOKS["call_rcu"]
         self.on_free = HOOKS["rcu_free"]
         self._c_cb = cost["rcu_callback"]
