@@ -42,6 +42,7 @@ ACCELERATED = {
     "routelab.core.rcu": "routelab/core/rcu.py",
     "routelab.core.queues": "routelab/core/queues.py",
     "routelab.ipv4.route": "routelab/ipv4/route.py",
+    "routelab.ipv4.icmp": "routelab/ipv4/icmp.py",
     "routelab.router": "routelab/router.py",
 }
 _PKG = Path(__file__).resolve().parent

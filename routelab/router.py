@@ -968,7 +968,7 @@ class _Run:
         """A rarely used column of packet ``j`` (offered or injected)."""
         if j in self._rare_extra:
             return self._rare_extra[j][name]
-        return self._rare[name][j].item()
+        return self._rare[name].item(j)   # (ndarray.item: no numpy scalar made)
 
     def _path_cost_of(self, j: int) -> float:
         return float(self._rare_of(j, "path_cost"))

@@ -7,9 +7,16 @@ Each function takes a small mutable state (a token bucket or a redirect
 counter) and the time, updates the state and says whether a message may be
 sent.  The router keeps the states (per peer, per cached route); the callers
 charge the CPU cost and queue the message.
+
+The per-packet loop calls these for every ICMP error it may send, so this
+module is one of the compiled ones (routelab/accel.py); the
+``@cython.locals`` lines only give the token arithmetic C doubles, which
+compute exactly what Python floats do.
 """
 
 from __future__ import annotations
+
+import cython
 
 __all__ = ["icmp_error_len", "ICMP_RATELIMIT", "XRLIM_BURST_FACTOR", "ERROR_COST", "ERROR_BURST",
            "xrlim_allow", "ip_error_allow", "redirect_allow", "RedirectState"]
@@ -31,6 +38,8 @@ def icmp_error_len(orig_len):
     return 28 + np.minimum(np.asarray(orig_len), 576 - 28)
 
 
+@cython.locals(tokens=cython.double, last=cython.double, now=cython.double,
+               cost=cython.double, burst=cython.double)
 def _bucket(tokens: float, last: float, now: float, cost: float, burst: float):
     tokens = min(tokens + (now - last), burst)
     if tokens >= cost:
@@ -44,7 +53,7 @@ def xrlim_allow(state: dict, peer, now: float) -> bool:
     ``state`` maps peer -> (tokens, last); a new peer starts with a full bucket.
     Kernel: net/ipv4/icmp.c xrlim_allow.
     """
-    burst = XRLIM_BURST_FACTOR * ICMP_RATELIMIT
+    burst = XRLIM_BURST_FACTOR * ICMP_RATELIMIT   # 6.0 (exact in a double)
     tokens, last = state.get(peer, (burst, now))
     ok, tokens = _bucket(tokens, last, now, ICMP_RATELIMIT, burst)
     state[peer] = (tokens, now)
