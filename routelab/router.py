@@ -65,6 +65,10 @@ OC = OUTCOMES  # outcome codes
 # packet classes after the array stages
 C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_PING, C_REDIR = range(9)
 C_REFUSED = -1            # the route lookup refused it (martian, dst cache overflow)
+# the rare path's outcome codes and route types as constants (C ints when compiled)
+O_TTL, O_FRAG_NEEDED, O_LOCAL = OC["drop_ttl"], OC["drop_frag_needed"], OC["local"]
+O_NO_ROUTE, O_MARTIAN, O_HDR = OC["drop_no_route"], OC["drop_martian"], OC["drop_hdr"]
+RTN_UNREACHABLE, RTN_PROHIBIT = RTN["unreachable"], RTN["prohibit"]
 MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
 USER_SLICE = 0.1           # nice-0 timeslice of the 2.6 O(1) scheduler, ~100 ms
 KSOFTIRQD_SLICE = 0.01     # nice-19 timeslice, 10 ms (MIN_TIMESLICE)
@@ -147,6 +151,108 @@ def _chain_find(chain: list, key: int, ik: int) -> int:
 def _next_tick(x: float, hz: int) -> float:
     """The first timer tick strictly after time ``x`` (robust to float rounding)."""
     return (math.floor(x * hz + 1e-6) + 1) / hz
+
+
+# -- the rare path: packets that are not plainly forwarded ------------------------
+# Module functions rather than _Run methods so that, compiled, the loop calls
+# them as C functions with C arguments (router.pxd); ~4 % of the mixed
+# benchmark's packets come here, and as methods they cost more than the
+# other 96 % of the loop.
+
+@cython.locals(cls=cython.long, j=cython.Py_ssize_t, d=cython.long, fin=cython.double,
+               iwire=cython.double, saddr=cython.longlong, rtype=cython.long,
+               dep=cython.double, sent=cython.bint)
+def _other_path(run, cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap,
+                stats, mib, icmp, ping_rtt, T, iwire, saddr, rtype) -> int:
+    """Packets that are not plainly forwarded: ICMP errors, local delivery, drops.
+
+    ``iwire`` (wire time of an ICMP reply on the input device), ``saddr`` and
+    ``rtype`` are packet ``j``'s; the departure time of a local echo reply
+    goes to ``t_depart[j]``.  Returns 0.
+    """
+    if cls == C_TTL or cls == C_FRAGNEED:
+        # ip_forward: TTL <= 1 -> ICMP time exceeded; DF and too big -> frag needed
+        if cls == C_TTL:
+            outcome[j] = O_TTL
+            sent = _icmp_xrlim_allow(run, saddr, fin)
+            if sent:
+                icmp["OutTimeExcds"] += 1
+        else:
+            outcome[j] = O_FRAG_NEEDED
+            mib["FragFails"] += 1
+            sent = True            # PMTU discovery is never rate limited
+            icmp["OutDestUnreachs"] += 1
+        if sent:
+            icmp["OutMsgs"] += 1
+            _emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
+    elif cls == C_LOCAL:
+        mib["InDelivers"] += 1
+        outcome[j] = O_LOCAL
+        if run._rare_of(j, "kind") == KIND["ping_request"]:
+            icmp["InEchos"] += 1
+            icmp["OutEchoReps"] += 1
+            icmp["OutMsgs"] += 1
+            dep = _emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
+            t_depart[j] = dep
+            ping_rtt[run._rare_of(j, "tag")] = [T[j], dep]
+    elif cls == C_NOROUTE:
+        outcome[j] = O_NO_ROUTE
+        mib["OutNoRoutes"] += 1
+        # ip_error: unreachable -> host unreachable, prohibit -> packet
+        # filtered; blackhole routes discard silently
+        if (rtype == RTN_UNREACHABLE or rtype == RTN_PROHIBIT) \
+                and _ip_error_allow(run, j, e, fin) and _icmp_xrlim_allow(run, saddr, fin):
+            icmp["OutMsgs"] += 1
+            icmp["OutDestUnreachs"] += 1
+            _emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
+    elif cls == C_MARTIAN:
+        outcome[j] = O_MARTIAN
+        mib["InAddrErrors"] += 1
+    else:  # C_HDR
+        outcome[j] = O_HDR
+        mib["InHdrErrors"] += 1
+    if e is not None:
+        e.refcnt -= 1
+    return 0
+
+
+@cython.locals(now=cython.double, ok=cython.bint)
+def _icmp_xrlim_allow(run, saddr, now) -> bool:
+    """ICMP error rate limit per peer (routelab.ipv4.icmp.xrlim_allow).
+
+    Simplification: keyed by the offending packet's source address (the
+    kernel keys by the output route to it).  The cost of ``icmp_send`` is
+    charged either way (the limit is checked inside it).
+    """
+    ok = xrlim_allow(run._xrlim, saddr, now)
+    run._icmp_limited += not ok
+    return ok
+
+
+@cython.locals(now=cython.double, ok=cython.bint)
+def _ip_error_allow(run, j, e, now) -> bool:
+    """ip_error's limit, per cached unreachable entry (per flow without a cache)."""
+    key = ("dst", e.uid) if e is not None else ("flow", run._rare_of(j, "key"))
+    ok = ip_error_allow(run._errlim, key, now)
+    run._icmp_limited += not ok
+    return ok
+
+
+@cython.locals(dev=cython.long, t=cython.double, wire=cython.double, q=TxQueue,
+               lf=cython.double, dep=cython.double)
+def _emit_icmp(dev, t, wire, txq, link_free, txcap, stats) -> float:
+    """Queue an ICMP message the router originates on ``dev``; return its
+    departure time (NaN if the queue is full)."""
+    q = cython.cast(TxQueue, txq[dev])
+    if q.retire(t) >= txcap[dev]:   # TX completions up to now free their slots
+        stats["qdisc_drops"][dev] += 1
+        return math.nan
+    lf = link_free[dev]
+    dep = (lf if lf > t else t) + wire
+    link_free[dev] = dep
+    q.push(dep, None)
+    stats["tx_packets"][dev] += 1
+    return dep
 
 
 @dataclass
@@ -467,6 +573,8 @@ class _Run:
                    CLS=cython.longlong[:], OIF=cython.longlong[:], FIFO=cython.longlong[:],
                    KEY=cython.ulonglong[:], RTYPE=cython.longlong[:], GW=cython.longlong[:],
                    NRULES=cython.longlong[:], MART=cython.longlong[:],
+                   SADDR=cython.longlong[:], IWIRE=cython.double[:], iw=cython.double,
+                   sa=cython.longlong,
                    t_start=cython.double[:], t_depart=cython.double[:], table=list,
                    busy=cython.double[:], pass_t0=cython.double[:],
                    full_until=cython.double[:], link_free=cython.double[:],
@@ -651,8 +759,9 @@ class _Run:
             self._rare_extra = {}
             # what the slow path needs of a packet (offered packets only: an injected
             # reply's come from _rare_extra)
-            RTYPE, GW, NRULES, MART = [_column(rare[name], "q") for name in
-                                       ("rtype", "gw", "nrules", "martian")]
+            RTYPE, GW, NRULES, MART, SADDR = [_column(rare[name], "q") for name in
+                                              ("rtype", "gw", "nrules", "martian", "saddr")]
+            IWIRE = _column(rare["icmp_wire_s"], "d")
 
             # compact per-packet outputs: 1 byte / 8 bytes each instead of a Python
             # object per element.  Every packet starts as "missed by the NIC" with
@@ -871,9 +980,13 @@ class _Run:
                             if e is not None:
                                 e.refcnt -= 1
                     elif cls != c_refused:
-                        self._other_path(cls, j, d, fin, e, outcome, t_depart_arr, txq,
-                                         link_free_arr, txcap_arr, stats, mib, icmp, ping_rtt,
-                                         T_arr)
+                        if j < n0:
+                            iw, sa, rt_ = IWIRE[j], SADDR[j], RTYPE[j]
+                        else:
+                            ex = self._rare_extra[j]
+                            iw, sa, rt_ = ex["icmp_wire_s"], ex["saddr"], ex["rtype"]
+                        _other_path(self, cls, j, d, fin, e, outcome, t_depart, txq, link_free,
+                                    txcap, stats, mib, icmp, ping_rtt, T, iw, sa, rt_)
             self._count_window(tr, p, outcome, DEV_arr, CLS_arr, OIF_arr, NFRAG, stats, mib, n0)
             acc.add(self, tr, p, outcome, t_start_arr, t_depart_arr, T_arr, DEV_arr, n0)
             del cols, T, DEV, KEY, IK, H, CLS, COST, OIF, NFRAG, WIRE, FIFO, p, rare
@@ -1198,79 +1311,6 @@ class _Run:
         in_ksoftirqd[cpu] = False
         sched["ksoftirqd_s"][cpu] += t - sched["_ksoftirqd_since"][cpu]
 
-    def _other_path(self, cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap,
-                    stats, mib, icmp, ping_rtt, T) -> float:
-        """Packets that are not plainly forwarded: ICMP errors, local delivery, drops.
-
-        Returns the departure time of anything queued for transmission (NaN if none).
-        """
-        iwire = self._rare_of(j, "icmp_wire_s")
-        dep = math.nan
-        if cls == C_TTL or cls == C_FRAGNEED:
-            # ip_forward: TTL <= 1 -> ICMP time exceeded; DF and too big -> frag needed
-            if cls == C_TTL:
-                outcome[j] = OC["drop_ttl"]
-                sent = self._icmp_xrlim_allow(j, fin)
-                if sent:
-                    icmp["OutTimeExcds"] += 1
-            else:
-                outcome[j] = OC["drop_frag_needed"]
-                mib["FragFails"] += 1
-                sent = True            # PMTU discovery is never rate limited
-                icmp["OutDestUnreachs"] += 1
-            if sent:
-                icmp["OutMsgs"] += 1
-                dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
-        elif cls == C_LOCAL:
-            mib["InDelivers"] += 1
-            outcome[j] = OC["local"]
-            if self._rare_of(j, "kind") == KIND["ping_request"]:
-                icmp["InEchos"] += 1
-                icmp["OutEchoReps"] += 1
-                icmp["OutMsgs"] += 1
-                dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
-                t_depart[j] = dep
-                ping_rtt[self._rare_of(j, "tag")] = [T[j], dep]
-        elif cls == C_NOROUTE:
-            outcome[j] = OC["drop_no_route"]
-            mib["OutNoRoutes"] += 1
-            rtype = self._rare_of(j, "rtype")
-            # ip_error: unreachable -> host unreachable, prohibit -> packet
-            # filtered; blackhole routes discard silently
-            if rtype in (RTN["unreachable"], RTN["prohibit"]) and self._ip_error_allow(j, e, fin) \
-                    and self._icmp_xrlim_allow(j, fin):
-                icmp["OutMsgs"] += 1
-                icmp["OutDestUnreachs"] += 1
-                dep = self._emit_icmp(d, fin, iwire, txq, link_free, txcap, stats)
-        elif cls == C_MARTIAN:
-            outcome[j] = OC["drop_martian"]
-            mib["InAddrErrors"] += 1
-        else:  # C_HDR
-            outcome[j] = OC["drop_hdr"]
-            mib["InHdrErrors"] += 1
-        if e is not None:
-            e.refcnt -= 1
-        return dep
-
-    # -- ICMP rate limits and redirects -----------------------------------------------
-    def _icmp_xrlim_allow(self, j: int, now: float) -> bool:
-        """ICMP error rate limit per peer (routelab.ipv4.icmp.xrlim_allow).
-
-        Simplification: keyed by the offending packet's source address (the
-        kernel keys by the output route to it).  The cost of ``icmp_send`` is
-        charged either way (the limit is checked inside it).
-        """
-        ok = xrlim_allow(self._xrlim, self._rare_of(j, "saddr"), now)
-        self._icmp_limited += not ok
-        return ok
-
-    def _ip_error_allow(self, j: int, e, now: float) -> bool:
-        """ip_error's limit, per cached unreachable entry (per flow without a cache)."""
-        key = ("dst", e.uid) if e is not None else ("flow", self._rare_of(j, "key"))
-        ok = ip_error_allow(self._errlim, key, now)
-        self._icmp_limited += not ok
-        return ok
-
     def _ip_rt_send_redirect(self, j, d, now, e, txq, link_free, txcap, stats, icmp) -> float:
         """Maybe send an ICMP redirect for a packet leaving by its input device.
 
@@ -1289,25 +1329,10 @@ class _Run:
         if redirect_allow(state, now, self.r.sysctl):
             icmp["OutMsgs"] += 1
             icmp["OutRedirects"] += 1
-            self._emit_icmp(d, now, self._rare_of(j, "icmp_wire_s"), txq, link_free, txcap,
-                            stats)
+            _emit_icmp(d, now, self._rare_of(j, "icmp_wire_s"), txq, link_free, txcap, stats)
             return icmp_send_cost(self.r.costs.fn)
         return 0.0
 
-    # -- helpers ----------------------------------------------------------------
-    @staticmethod
-    def _emit_icmp(dev: int, t: float, wire: float, txq, link_free, txcap, stats) -> float:
-        """Queue an ICMP message the router originates on ``dev``."""
-        q = txq[dev]
-        if q.retire(t) >= txcap[dev]:   # TX completions up to now free their slots
-            stats["qdisc_drops"][dev] += 1
-            return math.nan
-        lf = link_free[dev]
-        dep = (lf if lf > t else t) + wire
-        link_free[dev] = dep
-        q.push(dep, None)
-        stats["tx_packets"][dev] += 1
-        return dep
 
     def _rehash(self, tr, H, i0: int) -> None:
         cache = self.cache
