@@ -220,7 +220,10 @@ def worker_fast(name: str, runs: int, full_trace: bool) -> dict:
     tracemalloc.stop()
     traced_s = time.perf_counter() - t0
     scale = len(tr) / n_tr
-    return {"times_s": times, "median_s": med, "pps": len(tr) / med,
+    import routelab.accel as accel  # (imported by build: what this process ran)
+    st = accel.status()
+    return {"compiled": all(v == "compiled" for v in st.values()), "accel": st,
+            "times_s": times, "median_s": med, "pps": len(tr) / med,
             "breakdown_s": {k: round(v, 4) for k, v in part.items()},
             "tracemalloc_peak_mb": peak / 2**20 * scale, "tracemalloc_packets": n_tr,
             "tracemalloc_scale": scale, "tracemalloc_run_s": traced_s,
@@ -329,8 +332,10 @@ def main(argv=None) -> int:
         print(f"{name:8s} {_fmt_pps(f['pps']):>11s} {_fmt_pps(TARGET_PPS[name]):>7s} | "
               f"{_fmt_pps(rh['pps']):>9s} {ratio_h:5.1f}x {_fmt_pps(rs['pps']):>9s} "
               f"{ratio_s:5.1f}x {'yes' if same else 'NO':>5s} | "
-              f"{f['tracemalloc_peak_mb']:9.0f} MB {f['maxrss_mb']:4.0f} MB")
-        summary[name] = {"fast_pps": f["pps"], "target_pps": TARGET_PPS[name],
+              f"{f['tracemalloc_peak_mb']:9.0f} MB {f['maxrss_mb']:4.0f} MB"
+              + ("" if f["compiled"] else "   INTERPRETED"))
+        summary[name] = {"compiled": f["compiled"],
+                         "fast_pps": f["pps"], "target_pps": TARGET_PPS[name],
                          "meets_pps": f["pps"] >= TARGET_PPS[name],
                          "ratio_heapq": ratio_h, "ratio_simpy": ratio_s,
                          "ratio_heapq_same_subset": rf["fast_subset_pps"] / rh["pps"],
@@ -340,6 +345,14 @@ def main(argv=None) -> int:
                          "peak_mb": max(f["tracemalloc_peak_mb"], f["maxrss_mb"]),
                          "meets_memory": max(f["tracemalloc_peak_mb"],
                                              f["maxrss_mb"]) < TARGET_MB}
+    interp = [name for name, r in results.items() if not r["fast"]["compiled"]]
+    if interp:
+        # (e.g. a compiled module's source was edited while the benchmark ran, or
+        # it was never built: routelab.accel then runs every module from source)
+        why = next((k, v) for k, v in results[interp[0]]["fast"]["accel"].items()
+                   if v != "compiled")
+        print(f"WARNING: {', '.join(interp)} ran as pure Python, not compiled ({why}); "
+              "rebuild with `make build` and run again")
     some = next(iter(results.values()))["fast"]
     print(f"* tracemalloc peak of the first {some['tracemalloc_packets']:,} packets "
           f"x{some['tracemalloc_scale']:.0f}" if some["tracemalloc_scale"] != 1 else
