@@ -9,9 +9,10 @@ code and give bit-identical results (``benchmarks/fingerprint.py`` checks).
 
 The extensions are optional: with no C compiler, or with
 ``ROUTELAB_PURE=1`` set at install time, routelab installs as pure Python
-and runs the same model several times slower (4-6x for the notebooks).  ``routelab.accel`` reports what
-is in use and refuses a compiled module whose source has changed since it
-was built (it falls back to the source, with a warning).
+and runs the same model several times slower (4-6x for the notebooks).
+``routelab.accel`` reports what is in use and refuses a compiled module
+whose source has changed since it was built (it falls back to the source,
+with a warning).
 """
 from __future__ import annotations
 
