@@ -48,9 +48,10 @@ def ip_output_plan(length, oif, mtu, df, cost: dict, copy_s_per_byte: float,
         payload = np.maximum(lb - 20, 0)
         plan = fragment_plan(payload, m[big])
         nf = np.where(np.asarray(df, dtype=bool)[big], 1, plan.n_frags)
-        ip_total = np.where(nf > 1, payload + nf * 20, lb)
-        # every fragment is its own Ethernet frame with its own framing overhead
-        wire[big] = np.where(nf > 1, ip_total + nf * 38, wire[big])
+        # every fragment is its own Ethernet frame: its own 20-byte IP header and
+        # framing, and at least the minimum frame (a tiny last fragment is padded)
+        frames = (nf - 1) * wire_bytes(plan.chunk + 20) + wire_bytes(plan.last + 20)
+        wire[big] = np.where(nf > 1, frames, wire[big])
         pf = per_frag[big] if per_frag.ndim else per_frag
         frag_cost = np.where(nf > 1, nf * cost["ip_fragment"] + payload * copy_s_per_byte, 0.0)
         out[big] = cost["ip_output"] + frag_cost + nf * pf
