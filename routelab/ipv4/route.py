@@ -91,17 +91,25 @@ def rt_hash_jhash(daddr, saddr, iif, tos, rnd: int, mask: int):
     jhash_3words (include/linux/jhash.h).  Vectorised over numpy arrays.
     """
     with np.errstate(over="ignore"):
+        # (a, b and c are new arrays, so the mixing works in place: half the
+        # time of building a temporary per step; the same uint32 arithmetic)
         a = _u32(daddr) + np.uint32(JHASH_GOLDEN_RATIO)
-        b = (_u32(saddr) ^ (_u32(iif) << np.uint32(5))) + np.uint32(JHASH_GOLDEN_RATIO)
+        b = _u32(iif) << np.uint32(5)
+        b ^= _u32(saddr)
+        b += np.uint32(JHASH_GOLDEN_RATIO)
         c = _u32(tos) + np.uint32(rnd & 0xFFFFFFFF)
         for sa, sb, sc in ((13, 8, 13), (12, 16, 5), (3, 10, 15)):
-            a = a - b - c
+            a -= b
+            a -= c
             a ^= c >> np.uint32(sa)
-            b = b - c - a
+            b -= c
+            b -= a
             b ^= a << np.uint32(sb)
-            c = c - a - b
+            c -= a
+            c -= b
             c ^= b >> np.uint32(sc)
-    return (c & np.uint32(mask)).astype(np.int64)
+        c &= np.uint32(mask)
+    return c.astype(np.int64)
 
 
 def rt_hash_fold(daddr, saddr, iif, tos, rnd: int, mask: int):
