@@ -161,16 +161,18 @@ class Fib:
                 sel &= iif == rule.iif
             if not sel.any():
                 continue
-            found = np.zeros(n, dtype=bool)
+            # longest prefix first: each packet takes the first route it matches
+            rest = sel.copy()     # selected, and no route yet
             for net, plen, rt, o, g in self._tables.get(rule.table, []):
-                hit = sel & ~found & _match(daddr, net, plen)
+                hit = _match(daddr, net, plen) if plen else rest.copy()
+                hit &= rest
                 if hit.any():
                     choice = np.where(hit, np.intp(len(rows_rt)), choice)
                     rows_rt.append(rt)
                     rows_oif.append(o)
                     rows_gw.append(g)
-                    found |= hit
-            pending &= ~found
+                    rest ^= hit   # (hit is a subset of rest)
+            pending &= ~sel | rest  # (found = sel and not rest)
         rtype = np.array(rows_rt + [RTN["unreachable"]], dtype=np.int8)[choice]
         oif = np.array(rows_oif + [-1], dtype=np.int16)[choice]
         gw = np.array(rows_gw + [0], dtype=np.uint32)[choice]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from routelab.core.skbuff import ip_to_int
+from routelab.core.skbuff import int_to_ip, ip_to_int
 from routelab.errors import KnobError
 from routelab.ipv4.fib import RTN, Fib, Route, Rule, parse_prefix
 
@@ -118,3 +120,25 @@ def test_parse_prefix():
     for bad in ("10.0.0.0/33", "10.0.0/8", "ten/8"):
         with pytest.raises(KnobError):
             parse_prefix(bad)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 32)), min_size=1,
+                max_size=12, unique_by=lambda r: r[1]),
+       st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_lookup_agrees_with_a_naive_longest_prefix_match(routes, addrs):
+    """Against a per-packet scan of every route (one route per prefix length,
+    so the longest match is unique)."""
+    def net_of(a, plen):
+        return a & ((0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF) if plen else 0
+
+    table = [(net_of(a, plen), plen, k) for k, (a, plen) in enumerate(routes)]
+    fib = Fib(routes=[Route(f"{int_to_ip(net)}/{plen}", oif=k) for net, plen, k in table])
+    d = np.array(addrs, dtype=np.uint32)
+    rt, oif, _, _ = fib.fib_lookup(d, np.zeros_like(d), np.zeros(len(d)), np.zeros(len(d)))
+    for i, a in enumerate(addrs):
+        match = [(plen, k) for net, plen, k in table if net_of(a, plen) == net]
+        if match:
+            assert (rt[i], oif[i]) == (RTN["unicast"], max(match)[1])
+        else:
+            assert (rt[i], oif[i]) == (RTN["unreachable"], -1)
