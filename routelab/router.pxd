@@ -28,6 +28,9 @@ cdef int _other_path(object run, long cls, Py_ssize_t j, long d, double fin, Dst
                      bytearray outcome, double[:] t_depart, list txq, double[:] link_free,
                      long long[:] txcap, dict stats, dict mib, dict icmp, dict ping_rtt,
                      double[:] T, double iwire, long long saddr, long rtype) except -1
+cdef double _ip_rt_send_redirect(object run, long d, double now, DstEntry e, list txq,
+                                 double[:] link_free, long long[:] txcap, dict stats,
+                                 dict icmp, double iwire, long long saddr) except? -1.0
 cdef bint _icmp_xrlim_allow(object run, object saddr, double now) except -1
 cdef bint _ip_error_allow(object run, Py_ssize_t j, DstEntry e, double now) except -1
 cdef double _emit_icmp(long dev, double t, double wire, list txq, double[:] link_free,

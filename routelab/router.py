@@ -216,6 +216,32 @@ def _other_path(run, cls, j, d, fin, e, outcome, t_depart, txq, link_free, txcap
     return 0
 
 
+@cython.locals(d=cython.long, now=cython.double, iwire=cython.double, saddr=cython.longlong)
+def _ip_rt_send_redirect(run, d, now, e, txq, link_free, txcap, stats, icmp, iwire,
+                         saddr) -> float:
+    """Maybe send an ICMP redirect for a packet leaving by its input device ``d``.
+
+    Kernel: net/ipv4/route.c ip_rt_send_redirect (2.4.22, 2.6.11): per
+    route entry, at most ``redirect_number`` redirects spaced by
+    ``redirect_load << n``, then silence until ``redirect_silence`` passes
+    with no offending packet.  Simplification: every packet that leaves
+    by its input device qualifies (the kernel also wants the source
+    on-link and redirects enabled on the device); without a route cache
+    (2.0) the state is kept per source address ``saddr``.  ``iwire`` is the
+    redirect's wire time on ``d``.  Returns the CPU time.
+    """
+    if e is not None:
+        state = e
+    else:
+        state = run._redir.setdefault(saddr, RedirectState())
+    if redirect_allow(state, now, run.r.sysctl):
+        icmp["OutMsgs"] += 1
+        icmp["OutRedirects"] += 1
+        _emit_icmp(d, now, iwire, txq, link_free, txcap, stats)
+        return icmp_send_cost(run.r.costs.fn)
+    return 0.0
+
+
 @cython.locals(now=cython.double, ok=cython.bint)
 def _icmp_xrlim_allow(run, saddr, now) -> bool:
     """ICMP error rate limit per peer (routelab.ipv4.icmp.xrlim_allow).
@@ -610,8 +636,7 @@ class _Run:
         weight = _vec("q", [dv.weight if dev_napi[di] else 1 for di, dv in enumerate(devs)])
         txq_len = [dv.txqueuelen if dv.txqueuelen is not None else r.sysctl["txqueuelen"]
                    for dv in devs]
-        txcap_arr = txcap = _vec("q", [dv.profile.tx_ring + n
-                                       for dv, n in zip(devs, txq_len, strict=True)])
+        txcap = _vec("q", [dv.profile.tx_ring + n for dv, n in zip(devs, txq_len, strict=True)])
         # RX queue: per device for NAPI rings, per CPU backlog for netif_rx; it holds
         # the service start of every admitted packet.  Starts that have passed are
         # retired lazily: only when the queue might be full (``rx_lim``) or the
@@ -639,7 +664,7 @@ class _Run:
         # retired lazily, before anything reads a reference count or when the
         # qdisc looks full
         txq = [TxQueue(n) for n in txcap]
-        link_free_arr = link_free = _vec("d", [0.0] * ndev)
+        link_free = _vec("d", [0.0] * ndev)
 
         # --- CPUs and the two tasks of each (see _softirq_boundary) ---
         # (the helpers below get the array objects, ``*_arr``; the loop reads the
@@ -944,9 +969,13 @@ class _Run:
                     fin = start + svc
                     if cls == c_redir:
                         # ip_forward: out by the device it came in on -- maybe a redirect
-                        w = self._ip_rt_send_redirect(j, d, start, e, txq, link_free_arr,
-                                                      txcap_arr,
-                                                      stats, icmp)
+                        if j < n0:
+                            iw, sa = IWIRE[j], SADDR[j]
+                        else:
+                            ex = self._rare_extra[j]
+                            iw, sa = ex["icmp_wire_s"], ex["saddr"]
+                        w = _ip_rt_send_redirect(self, d, start, e, txq, link_free, txcap,
+                                                 stats, icmp, iw, sa)
                         svc += w
                         fin += w
                     busy[cpu] = fin
@@ -1310,29 +1339,6 @@ class _Run:
         slice ran out): the time since it started is top's ksoftirqd time."""
         in_ksoftirqd[cpu] = False
         sched["ksoftirqd_s"][cpu] += t - sched["_ksoftirqd_since"][cpu]
-
-    def _ip_rt_send_redirect(self, j, d, now, e, txq, link_free, txcap, stats, icmp) -> float:
-        """Maybe send an ICMP redirect for a packet leaving by its input device.
-
-        Kernel: net/ipv4/route.c ip_rt_send_redirect (2.4.22, 2.6.11): per
-        route entry, at most ``redirect_number`` redirects spaced by
-        ``redirect_load << n``, then silence until ``redirect_silence`` passes
-        with no offending packet.  Simplification: every packet that leaves
-        by its input device qualifies (the kernel also wants the source
-        on-link and redirects enabled on the device); without a route cache
-        (2.0) the state is kept per source address.  Returns the CPU time.
-        """
-        if e is not None:
-            state = e
-        else:
-            state = self._redir.setdefault(self._rare_of(j, "saddr"), RedirectState())
-        if redirect_allow(state, now, self.r.sysctl):
-            icmp["OutMsgs"] += 1
-            icmp["OutRedirects"] += 1
-            _emit_icmp(d, now, self._rare_of(j, "icmp_wire_s"), txq, link_free, txcap, stats)
-            return icmp_send_cost(self.r.costs.fn)
-        return 0.0
-
 
     def _rehash(self, tr, H, i0: int) -> None:
         cache = self.cache
