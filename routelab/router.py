@@ -763,6 +763,7 @@ class _Run:
             if isinstance(trace, TraceWindows) else 1
         report_every = max(1, nwin // 100)
         n_offered = 0
+        iw, sa, rt_ = 0.0, 0, 0   # (a redirect's or the rare path's: set per packet before use)
         for wno, (t_end, tr) in enumerate(windows):
             self._check_iif(tr)
             n0 = len(tr)
@@ -967,13 +968,15 @@ class _Run:
                                 cls = c_refused
                     # the CPU is busy with this packet until fin
                     fin = start + svc
-                    if cls == c_redir:
-                        # ip_forward: out by the device it came in on -- maybe a redirect
+                    if cls != c_fwd and cls != c_ping and cls != c_refused:
+                        # what a redirect or the rare path reads of the packet
                         if j < n0:
-                            iw, sa = IWIRE[j], SADDR[j]
+                            iw, sa, rt_ = IWIRE[j], SADDR[j], RTYPE[j]
                         else:
                             ex = self._rare_extra[j]
-                            iw, sa = ex["icmp_wire_s"], ex["saddr"]
+                            iw, sa, rt_ = ex["icmp_wire_s"], ex["saddr"], ex["rtype"]
+                    if cls == c_redir:
+                        # ip_forward: out by the device it came in on -- maybe a redirect
                         w = _ip_rt_send_redirect(self, d, start, e, txq, link_free, txcap,
                                                  stats, icmp, iw, sa)
                         svc += w
@@ -1009,11 +1012,6 @@ class _Run:
                             if e is not None:
                                 e.refcnt -= 1
                     elif cls != c_refused:
-                        if j < n0:
-                            iw, sa, rt_ = IWIRE[j], SADDR[j], RTYPE[j]
-                        else:
-                            ex = self._rare_extra[j]
-                            iw, sa, rt_ = ex["icmp_wire_s"], ex["saddr"], ex["rtype"]
                         _other_path(self, cls, j, d, fin, e, outcome, t_depart, txq, link_free,
                                     txcap, stats, mib, icmp, ping_rtt, T, iw, sa, rt_)
             self._count_window(tr, p, outcome, DEV_arr, CLS_arr, OIF_arr, NFRAG, stats, mib, n0)
