@@ -5,7 +5,26 @@ from routelab.core.rcu cimport Rcu
 from routelab.ipv4.route cimport RouteCache
 from routelab.core.queues cimport IntervalLog, TimeQueue, TxQueue
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, Py_SIZE
+
+
+cdef extern from *:
+    """
+    /* A prefetch hint.  The empty volatile asm marks it as a side effect: without
+       it, gcc -O1 finds _chain_prefetch free of effects and drops the call. */
+    #if defined(__GNUC__)
+    #define __pyx_rl_prefetch(p) \
+        do { __builtin_prefetch((const void *)(p), 0, 3); __asm__ __volatile__(""); } while (0)
+    #else
+    #define __pyx_rl_prefetch(p) ((void)(p))
+    #endif
+    """
+    void _rl_prefetch "__pyx_rl_prefetch"(const void *p) noexcept nogil
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyListObject:
+        PyObject **ob_item
 
 
 cdef inline Py_ssize_t _chain_find_c(list chain, unsigned long long key, long ik):
@@ -18,6 +37,34 @@ cdef inline Py_ssize_t _chain_find_c(list chain, unsigned long long key, long ik
         if (<DstEntry>p).key == key and (<DstEntry>p).ik == ik:
             return k
     return -1
+
+
+cdef inline void _chain_prefetch(list table, const long long* h, Py_ssize_t left) noexcept:
+    # A hint to the CPU, no change to any result: start loading what the next
+    # packets' chain walks will read, so that their cache misses overlap with
+    # this packet's work instead of following one another.  Three steps, each
+    # one reading only what an earlier step asked for: packet j+4's chain (the
+    # list object), packet j+2's item array, packet j+1's first entries (their
+    # key and ik).  h points at packet j's bucket, and left packets of the
+    # window follow it.  Every pointer read is live (table holds its chains,
+    # which hold their items); a chain changed meanwhile only wastes a hint.
+    cdef PyObject* lst
+    cdef PyObject** items
+    cdef Py_ssize_t k, m
+    if left > 4:
+        _rl_prefetch(PyList_GET_ITEM(table, h[4]))
+    if left > 2:
+        lst = PyList_GET_ITEM(table, h[2])
+        _rl_prefetch((<PyListObject*>lst).ob_item)
+    if left > 1:
+        lst = PyList_GET_ITEM(table, h[1])
+        items = (<PyListObject*>lst).ob_item
+        m = Py_SIZE(<object>lst)
+        if m > 4:
+            m = 4
+        for k in range(m):
+            _rl_prefetch(&(<DstEntry>items[k]).key)
+            _rl_prefetch(&(<DstEntry>items[k]).ik)
 
 
 # the rare path (router.py: module functions, C calls from the loop)

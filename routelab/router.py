@@ -920,6 +920,7 @@ class _Run:
                         ik = IK[j]
                         chain = table[H[j]]
                         if cython.compiled:
+                            _chain_prefetch(table, cython.address(H[j]), n0 - j)  # noqa: F821
                             steps = _chain_find_c(chain, key, ik)  # noqa: F821 (router.pxd)
                         else:
                             steps = _chain_find(chain, key, ik)
