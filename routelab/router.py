@@ -105,10 +105,18 @@ def _vec(code: str, values) -> list | array:
     return values.tolist() if isinstance(values, array) else list(values)
 
 
-def _column(a: np.ndarray, code: str, spare: int = 0) -> list | array:
+def _column(a: np.ndarray, code: str, spare: int = 0) -> list | array | np.ndarray:
     """A packet column for the loop (see :func:`_vec`), with ``spare`` zeroed
-    slots at the end."""
+    slots at the end.
+
+    Compiled and with no spare slots, the column is the numpy array itself
+    when it already has the column's type (a typed view reads it as well as
+    an ``array.array``), else one converted copy: no fill, no second copy.
+    The loop writes such a column only in ``_rehash`` (the hash column, which
+    nothing reads after the loop)."""
     if cython.compiled:
+        if not spare:
+            return np.ascontiguousarray(a, dtype=_COLUMN_DTYPE[code])
         # one zero-filled array.array, then one (converting) copy into it
         n = len(a)
         out = array(code, [0]) * (n + spare)
@@ -122,8 +130,10 @@ def _column(a: np.ndarray, code: str, spare: int = 0) -> list | array:
 
 def _col_np(col, n: int) -> np.ndarray:
     """The first ``n`` values of a loop column (see :func:`_column`) as a numpy
-    array: a view of the array.array when compiled (do not keep it), a new
-    array when the column is a list."""
+    array: a view of the column when compiled (do not keep it), a new array
+    when the column is a list."""
+    if isinstance(col, np.ndarray):
+        return col[:n]
     if isinstance(col, array):
         return np.frombuffer(col, dtype=_COLUMN_DTYPE[col.typecode], count=n)
     return np.array(col[:n])
@@ -531,8 +541,14 @@ class _Run:
         else:
             p["h"] = np.zeros(len(tr), dtype=np.int64)
             p["route_hit_cost"] = c["fib_lookup"] + nrules * c["fib_rule"]
-        p["key"] = (tr.daddr.astype(np.uint64) << np.uint64(32)) | tr.saddr.astype(np.uint64)
-        p["ik"] = (iif << 8) | tr.tos.astype(np.int64)
+        # key = daddr << 32 | saddr, ik = iif << 8 | tos (in place: no temporaries)
+        key = tr.daddr.astype(np.uint64)
+        key <<= np.uint64(32)
+        np.bitwise_or(key, tr.saddr, out=key, casting="safe")
+        p["key"] = key
+        ik = iif << 8
+        np.bitwise_or(ik, tr.tos, out=ik, casting="safe")
+        p["ik"] = ik
         return p
 
     def _classify(self, p: dict) -> None:
@@ -549,24 +565,34 @@ class _Run:
         cls[p["martian"] != 0] = C_MARTIAN
         cls[p["pre_drop"] != 0] = C_HDR
         icmp = icmp_send_cost(c)
-        path = np.select(
-            [cls == C_FWD, cls == C_TTL, cls == C_FRAGNEED, cls == C_LOCAL,
-             cls == C_NOROUTE, cls == C_MARTIAN, cls == C_HDR],
-            [p["fwd_cost"] + p["out_cost"], p["fwd_cost"] + icmp, p["fwd_cost"] + icmp,
-             p["local_cost"],
-             c["kfree_skb"] + np.where(rt == RTN["unreachable"], icmp, 0.0),
-             c["kfree_skb"], c["kfree_skb"]])
+        # the path's cost by class: forwarded (most packets) everywhere, then the
+        # others by index -- ICMP errors: ip_forward + icmp_send; local delivery;
+        # no route: freed, plus icmp_send for an unreachable route; martian and
+        # bad header: freed
+        path = p["fwd_cost"] + p["out_cost"]
+        odd = np.flatnonzero(cls != C_FWD)
+        if odd.size:
+            oc = cls[odd]
+            v = np.full(odd.size, c["kfree_skb"])
+            err = (oc == C_TTL) | (oc == C_FRAGNEED)
+            v[err] = p["fwd_cost"][odd[err]] + icmp
+            v[oc == C_LOCAL] = p["local_cost"]
+            v[(oc == C_NOROUTE) & (rt[odd] == RTN["unreachable"])] = c["kfree_skb"] + icmp
+            path[odd] = v
         # forwarded echo requests/replies take the (slower) ping-tracking branch
         ping = (cls == C_FWD) & ((self._kind == KIND["ping_request"])
                                  | (self._kind == KIND["ping_reply"]))
         cls[ping] = C_PING
         # leaving by the interface it came in on: ip_forward may send a redirect
         cls[(cls == C_FWD) & (p["oif"] == p["iif"])] = C_REDIR
-        hit = np.broadcast_to(p["route_hit_cost"], (n,))
         p["cls"] = cls
         p["path_cost"] = path
-        # everything a packet costs that does not depend on state
-        p["cost"] = p["rx_cost"] + np.where(cls == C_HDR, path, hit + path)
+        # everything a packet costs that does not depend on state: receive, route
+        # lookup (not reached by a bad header) and path
+        routed = p["route_hit_cost"] + path
+        hdr = np.flatnonzero(cls == C_HDR)
+        routed[hdr] = path[hdr]
+        p["cost"] = p["rx_cost"] + routed
 
     # -- the loop --------------------------------------------------------------
     # C types for the loop's hot variables when this module is compiled (a no-op
@@ -795,7 +821,11 @@ class _Run:
             # costs the loop no write at all.
             outcome = bytearray([O_MISSED]) * n0
             # (flat arrays with the columns' spare slots; the helpers get the objects)
-            t_start_arr = t_start = array("d", np.concatenate([tr.t, np.zeros(spare)]).tobytes())
+            t_start_arr = array("d")
+            t0 = np.ascontiguousarray(tr.t, dtype=np.float64)
+            t_start_arr.frombytes(memoryview(t0).cast("B"))
+            t_start_arr.frombytes(bytes(8 * spare))
+            t_start = t_start_arr
             t_depart_arr = t_depart = array("d", [math.nan]) * (n0 + spare)
             dyn: list = []
             i = 0
@@ -1345,7 +1375,10 @@ class _Run:
             return
         sub = slice(i0, len(tr))
         h = cache.rt_hash(tr.daddr[sub], tr.saddr[sub], tr.iif[sub], tr.tos[sub])
-        H[i0:len(tr)] = _column(h, "q")
+        if isinstance(H, list):
+            H[i0:len(tr)] = h.tolist()
+        else:   # (compiled: an array.array or a numpy array, written in place)
+            np.frombuffer(H, dtype=np.int64)[i0:len(tr)] = h
 
     def _record(self, rec: dict, t: float) -> None:
         rec["t"].append(t)

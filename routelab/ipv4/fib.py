@@ -167,7 +167,7 @@ class Fib:
                 hit = _match(daddr, net, plen) if plen else rest.copy()
                 hit &= rest
                 if hit.any():
-                    choice = np.where(hit, np.intp(len(rows_rt)), choice)
+                    np.copyto(choice, len(rows_rt), where=hit)
                     rows_rt.append(rt)
                     rows_oif.append(o)
                     rows_gw.append(g)

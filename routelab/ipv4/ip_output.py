@@ -33,7 +33,8 @@ def ip_output_plan(length, oif, mtu, df, cost: dict, copy_s_per_byte: float,
     """
     length = np.asarray(length, dtype=np.int64)
     oif_c = np.maximum(np.asarray(oif), 0).astype(np.intp)   # (a plain gather index)
-    m = np.clip(np.asarray(mtu, dtype=np.int64)[oif_c], 68, 65535)
+    # (clipped per device, then gathered: the same values as clipping per packet)
+    m = np.clip(np.asarray(mtu, dtype=np.int64), 68, 65535)[oif_c]
     napi = np.asarray(out_napi, dtype=bool)
     per_frag = (cost["dev_queue_xmit"] + cost["hard_start_xmit"] + cost["tx_complete"]
                 + np.where(napi, 0.0, cost["tx_irq"]))
