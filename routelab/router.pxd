@@ -67,6 +67,8 @@ cdef inline void _chain_prefetch(list table, const long long* h, Py_ssize_t left
             _rl_prefetch(&(<DstEntry>items[k]).ik)
 
 
+cdef Py_ssize_t _COL_AHEAD
+
 # the rare path (router.py: module functions, C calls from the loop)
 cdef long O_TTL, O_FRAG_NEEDED, O_LOCAL, O_NO_ROUTE, O_MARTIAN, O_HDR
 cdef long RTN_UNREACHABLE, RTN_PROHIBIT

@@ -146,6 +146,13 @@ def icmp_send_cost(c: dict) -> float:
     return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
 
 
+# Compiled, the loop asks for its columns' data this many packets ahead, once
+# per cache line (8 values): with a dozen columns read side by side the CPU's
+# own stream prefetcher falls behind.  A hint only (see router.pxd); 64-256
+# measured alike (mixed: ~14 % faster, hit ~6 %, paired runs in one process).
+_COL_AHEAD = 128
+
+
 def _chain_find(chain: list, key: int, ik: int) -> int:
     """``ip_route_input``'s chain walk: the position of the entry for flow
     (``key``, ``ik``) in its hash chain, or -1.  (Compiled, the loop uses
@@ -605,6 +612,7 @@ class _Run:
     @cython.locals(hz=cython.long, ncpu=cython.long, ndev=cython.long, budget=cython.long,
                    backlog_max=cython.long, i=cython.Py_ssize_t, j=cython.Py_ssize_t,
                    lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, n0=cython.Py_ssize_t,
+                   jp=cython.Py_ssize_t,
                    d=cython.long, cpu=cython.long, pn=cython.long, steps=cython.long,
                    ql=cython.Py_ssize_t, cls=cython.long, oif=cython.long, cap=cython.long,
                    fifo=cython.long, wd=cython.long,
@@ -842,6 +850,21 @@ class _Run:
                 else:
                     break
                 for j in range(lo, hi):
+                    if cython.compiled:
+                        if (j & 7) == 0 and j + _COL_AHEAD < hi:
+                            jp = j + _COL_AHEAD
+                            _rl_prefetch(cython.address(T[jp]))  # noqa: F821 (router.pxd)
+                            _rl_prefetch(cython.address(DEV[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(KEY[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(IK[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(H[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(CLS[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(COST[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(OIF[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(WIRE[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(FIFO[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(t_start[jp]))  # noqa: F821
+                            _rl_prefetch(cython.address(t_depart[jp]))  # noqa: F821
                     t = T[j]
                     d = DEV[j]
                     fu = full_until[d]
