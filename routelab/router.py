@@ -97,8 +97,9 @@ def _vec(code: str, values) -> list | array:
 
     Compiled, the loop reads these through typed views, so they must be flat
     typed arrays (``array.array`` with type ``code``: "d" float, "q" int,
-    "Q" unsigned, "b" flag); interpreted, a list indexes faster.  Same
-    values either way: a Python float is a C double.
+    "Q" unsigned, "b" flag; a packet column may also be a numpy array of
+    that type, see :func:`_column`); interpreted, a list indexes faster.
+    Same values either way: a Python float is a C double.
     """
     if cython.compiled:
         return values if isinstance(values, array) else array(code, values)
