@@ -642,7 +642,9 @@ class _Run:
                    pass_n=cython.longlong[:], full_slots=cython.longlong[:],
                    rx_lim=cython.longlong[:], ring=cython.longlong[:], weight=cython.longlong[:],
                    dev_cpu=cython.longlong[:], txcap=cython.longlong[:], misses=cython.longlong[:],
-                   hsearch=cython.longlong[:],
+                   hsearch=cython.longlong[:], rnbc=cython.longlong[:],
+                   softnet_dropped=cython.longlong[:], softnet_throttled=cython.longlong[:],
+                   time_squeeze=cython.longlong[:],
                    dev_napi=cython.schar[:], throttle=cython.schar[:],
                    in_ksoftirqd=cython.schar[:],
                    rxq_dev=list, ivlog=list,
@@ -692,9 +694,12 @@ class _Run:
         stats = {name: [0] * ndev for name in (
             "rx_packets", "rx_errors", "rx_dropped", "rx_missed", "rx_fifo", "rnbc",
             "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops")}
-        softnet_dropped = [0] * ncpu
-        softnet_throttled = [0] * ncpu
-        time_squeeze = [0] * ncpu
+        # per-CPU softnet counters and the per-device RNBC count, as C vectors (an
+        # overloaded NAPI NIC counts RNBC for most packets: a Python int each)
+        softnet_dropped = _vec("q", [0] * ncpu)
+        softnet_throttled = _vec("q", [0] * ncpu)
+        time_squeeze = _vec("q", [0] * ncpu)
+        rnbc = _vec("q", [0] * ndev)
         # (depart, dst or None), FIFO per link; frames already off the wire are
         # retired lazily, before anything reads a reference count or when the
         # qdisc looks full
@@ -787,7 +792,6 @@ class _Run:
         c_fwd, c_hdr, c_ping, c_redir, c_refused = C_FWD, C_HDR, C_PING, C_REDIR, C_REFUSED
         O_MISSED = OC["drop_rx_missed"]
         O_BACKLOG = OC["drop_backlog"]
-        rnbc = stats["rnbc"]
         slow_total = 0.0
         nb = max(1, int(math.ceil(duration / bin_s)))
         edges = np.arange(nb + 1) * bin_s
@@ -1087,6 +1091,7 @@ class _Run:
         while rec_next <= duration:
             self._record(rec, rec_next)
             rec_next += record_every
+        stats["rnbc"] = list(rnbc)
         res = Result.assemble(self, acc, n_offered, stats, mib, icmp, softnet_dropped,
                               softnet_throttled, time_squeeze, ivlog, bin_s, rec, prof_loop,
                               ping_rtt, ctxsw, ksoftirqd_wakeups)
