@@ -5,7 +5,7 @@ from routelab.core.rcu cimport Rcu
 from routelab.ipv4.route cimport RouteCache
 from routelab.core.queues cimport IntervalLog, TimeQueue, TxQueue
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.object cimport PyObject, Py_SIZE
+from cpython.object cimport PyObject
 
 
 cdef extern from *:
@@ -59,7 +59,7 @@ cdef inline void _chain_prefetch(list table, const long long* h, Py_ssize_t left
     if left > 1:
         lst = PyList_GET_ITEM(table, h[1])
         items = (<PyListObject*>lst).ob_item
-        m = Py_SIZE(<object>lst)
+        m = PyList_GET_SIZE(<list>lst)
         if m > 4:
             m = 4
         for k in range(m):

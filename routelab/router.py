@@ -118,15 +118,20 @@ def _column(a: np.ndarray, code: str, spare: int = 0) -> list | array | np.ndarr
     if cython.compiled:
         if not spare:
             return np.ascontiguousarray(a, dtype=_COLUMN_DTYPE[code])
-        # one zero-filled array.array, then one (converting) copy into it
-        n = len(a)
-        out = array(code, [0]) * (n + spare)
-        np.frombuffer(out, dtype=_COLUMN_DTYPE[code], count=n)[:] = a
-        return out
+        return _array_copy(a, code, spare)
     a = np.ascontiguousarray(a, dtype=_COLUMN_DTYPE[code])
     if spare:
         a = np.concatenate([a, np.zeros(spare, dtype=a.dtype)])
     return a.tolist()
+
+
+def _array_copy(a: np.ndarray, code: str, spare: int = 0) -> array:
+    """A new ``array.array`` of type ``code`` holding ``a``, then ``spare``
+    zeros (one copy when ``a`` already has the type)."""
+    out = array(code)
+    out.frombytes(memoryview(np.ascontiguousarray(a, dtype=_COLUMN_DTYPE[code])).cast("B"))
+    out.frombytes(bytes(out.itemsize * spare))
+    return out
 
 
 def _col_np(col, n: int) -> np.ndarray:
@@ -834,11 +839,7 @@ class _Run:
             # costs the loop no write at all.
             outcome = bytearray([O_MISSED]) * n0
             # (flat arrays with the columns' spare slots; the helpers get the objects)
-            t_start_arr = array("d")
-            t0 = np.ascontiguousarray(tr.t, dtype=np.float64)
-            t_start_arr.frombytes(memoryview(t0).cast("B"))
-            t_start_arr.frombytes(bytes(8 * spare))
-            t_start = t_start_arr
+            t_start_arr = t_start = _array_copy(tr.t, "d", spare)
             t_depart_arr = t_depart = array("d", [math.nan]) * (n0 + spare)
             dyn: list = []
             i = 0
@@ -1406,8 +1407,8 @@ class _Run:
         h = cache.rt_hash(tr.daddr[sub], tr.saddr[sub], tr.iif[sub], tr.tos[sub])
         if isinstance(H, list):
             H[i0:len(tr)] = h.tolist()
-        else:   # (compiled: an array.array or a numpy array, written in place)
-            np.frombuffer(H, dtype=np.int64)[i0:len(tr)] = h
+        else:   # (compiled: a view of the column, written in place)
+            _col_np(H, len(tr))[i0:] = h
 
     def _record(self, rec: dict, t: float) -> None:
         rec["t"].append(t)
