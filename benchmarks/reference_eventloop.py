@@ -590,12 +590,12 @@ class _Reference:
             svc += steps * c["chain_step"]
             if e is None:
                 rt = self.p
-                e, ts, why = self.cache.ip_route_input_slow(
+                e = self.cache.ip_route_input_slow(
                     now, cc, self.key[j], self.ik[j], self.H[j], int(rt["rtype"][j]),
                     self.oif[j], int(rt["gw"][j]), int(rt["nrules"][j]), int(rt["martian"][j]))
-                svc += ts
+                svc += self.cache.ledger.t
                 if e is None:
-                    if why == "dst_overflow":
+                    if self.cache.ledger.why == OC["drop_dst_overflow"]:
                         self.mib["InDiscards"] += 1
                         self.outcome[j] = OC["drop_dst_overflow"]
                     else:

@@ -351,9 +351,10 @@ class _Walk:
         h = int(cache.rt_hash(tr.daddr, tr.saddr, tr.iif, tr.tos)[0])
         key = (int(tr.daddr[0]) << 32) | int(tr.saddr[0])
         ik = (int(tr.iif[0]) << 8) | int(tr.tos[0])
-        e, secs, why = cache.ip_route_input_slow(0.0, 0, key, ik, h, rtype, oif, gw, nrules, 0)
+        e = cache.ip_route_input_slow(0.0, 0, key, ik, h, rtype, oif, gw, nrules, 0)
+        secs = cache.ledger.t
         if e is None:
-            raise RoutelabError(f"the journey's slow path failed ({why})")
+            raise RoutelabError(f"the journey's slow path failed (outcome {cache.ledger.why})")
         slow = self.fn("ip_route_input_slow")
         fib = self.fn("fib_lookup") + nrules * self.fn("fib_rule")
         alloc = self.fn("dst_alloc")

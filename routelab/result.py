@@ -13,20 +13,8 @@ import numpy as np
 
 __all__ = ["OUTCOMES", "OUTCOME_NAMES", "Result", "busy_in_bins"]
 
-OUTCOMES = {
-    "forwarded": 0,          # left on an output link
-    "local": 1,              # delivered to the router itself (ip_local_deliver)
-    "drop_rx_missed": 2,     # NIC: no descriptor and FIFO full (rx_missed/rx_fifo)
-    "drop_backlog": 3,       # netif_rx: per-CPU backlog full or throttled (softnet)
-    "drop_hdr": 4,           # ip_rcv: bad header (InHdrErrors)
-    "drop_martian": 5,       # ip_route_input_slow: martian source/destination
-    "drop_no_route": 6,      # FIB: unreachable/blackhole/prohibit
-    "drop_dst_overflow": 7,  # dst_alloc failed: "dst cache overflow"
-    "drop_ttl": 8,           # ip_forward: TTL <= 1, ICMP time exceeded
-    "drop_frag_needed": 9,   # DF set and larger than the MTU
-    "drop_qdisc": 10,        # output queue full
-}
-OUTCOME_NAMES = {v: k for k, v in OUTCOMES.items()}
+# every outcome a packet can have: one table, in routelab.core.dropreason
+from .core.dropreason import OUTCOME_NAMES, OUTCOMES  # noqa: E402
 
 
 def _farr(values: list) -> np.ndarray:

@@ -4,6 +4,7 @@ from routelab.core.dst cimport DstEntry, DstOps
 from routelab.core.rcu cimport Rcu
 from routelab.ipv4.route cimport RouteCache
 from routelab.core.queues cimport IntervalLog, TimeQueue, TxQueue
+from routelab.sim.ledger cimport Ledger
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.object cimport PyObject
 
@@ -70,7 +71,7 @@ cdef inline void _chain_prefetch(list table, const long long* h, Py_ssize_t left
 cdef Py_ssize_t _COL_AHEAD
 
 # the rare path (router.py: module functions, C calls from the loop)
-cdef long O_TTL, O_FRAG_NEEDED, O_LOCAL, O_NO_ROUTE, O_MARTIAN, O_HDR
+cdef long O_TTL, O_FRAG_NEEDED, O_LOCAL, O_NO_ROUTE, O_MARTIAN, O_HDR, O_DST_OVERFLOW
 cdef long RTN_UNREACHABLE, RTN_PROHIBIT
 
 cdef int _other_path(object run, long cls, Py_ssize_t j, long d, double fin, DstEntry e,

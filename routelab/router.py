@@ -56,6 +56,7 @@ from .ipv4.icmp import RedirectState, icmp_error_len, ip_error_allow, redirect_a
 from .ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache, rt_hash_size
 from .kernels import KernelProfile, kernel_profile
 from .result import OUTCOMES, Result
+from .sim.ledger import Ledger
 from .sysctl import SYSCTLS
 from .traffic import MAX_PACKETS, TraceWindows
 
@@ -68,6 +69,7 @@ C_REFUSED = -1            # the route lookup refused it (martian, dst cache over
 # the rare path's outcome codes and route types as constants (C ints when compiled)
 O_TTL, O_FRAG_NEEDED, O_LOCAL = OC["drop_ttl"], OC["drop_frag_needed"], OC["local"]
 O_NO_ROUTE, O_MARTIAN, O_HDR = OC["drop_no_route"], OC["drop_martian"], OC["drop_hdr"]
+O_DST_OVERFLOW = OC["drop_dst_overflow"]
 RTN_UNREACHABLE, RTN_PROHIBIT = RTN["unreachable"], RTN["prohibit"]
 MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
 USER_SLICE = 0.1           # nice-0 timeslice of the 2.6 O(1) scheduler, ~100 ms
@@ -494,10 +496,11 @@ class _Run:
         self.duration = duration
         self.rng = np.random.default_rng(r.seed)
         k = r.kernel
+        self.ledger = Ledger()
         self.cache: RouteCache | None = None
         if k.route_cache:
             self.cache = RouteCache(k, r.sysctl["rt_buckets"], r.sysctl, r.ncpus, r.costs.fn,
-                                    r.sysctl["rcu_maxbatch"], self.rng)
+                                    r.sysctl["rcu_maxbatch"], self.rng, self.ledger)
         self._xrlim: dict = {}
         self._errlim: dict = {}
         self._reply_cache: dict = {}
@@ -632,7 +635,8 @@ class _Run:
                    wire=cython.double, c_fwd=cython.long, c_hdr=cython.long,
                    c_ping=cython.long, c_redir=cython.long, c_refused=cython.long,
                    e=DstEntry, q=TimeQueue, oq=TxQueue, lg=IntervalLog,
-                   rc=RouteCache, dops=DstOps, rcu_c=Rcu, ts=cython.double,
+                   rc=RouteCache, dops=DstOps, rcu_c=Rcu, ts=cython.double, ledger=Ledger,
+                   why=cython.long,
                    rt_=cython.long, nr_=cython.long, ma_=cython.long, gw_=cython.longlong,
                    T=cython.double[:], COST=cython.double[:], WIRE=cython.double[:],
                    DEV=cython.longlong[:], IK=cython.longlong[:], H=cython.longlong[:],
@@ -658,6 +662,7 @@ class _Run:
         r = self.r
         c = r.costs.fn
         cache = self.cache
+        ledger = self.ledger
         k = r.kernel
         hz = k.hz
         jiffy = 1.0 / hz
@@ -1004,9 +1009,9 @@ class _Run:
                                 ex = self._rare_extra[j]
                                 rt_, gw_, nr_, ma_ = (ex["rtype"], ex["gw"], ex["nrules"],
                                                       ex["martian"])
-                            e = rc._slow(start, cpu, key, ik, H[j], rt_, OIF[j], gw_, nr_,
-                                         ma_)
-                            ts = rc._t
+                            e = rc.ip_route_input_slow(start, cpu, key, ik, H[j], rt_, OIF[j],
+                                                       gw_, nr_, ma_)
+                            ts = ledger.t
                             svc += ts
                             slow_total += ts
                             # the slow path may have armed the dst GC timer or queued RCU
@@ -1017,12 +1022,12 @@ class _Run:
                                 nt = next_timer()
                                 ne = nt if nt < rec_next else rec_next
                             if e is None:
-                                if rc._why == "dst_overflow":
+                                why = ledger.why
+                                outcome[j] = why
+                                if why == O_DST_OVERFLOW:
                                     mib["InDiscards"] += 1
-                                    outcome[j] = OC["drop_dst_overflow"]
                                 else:
                                     mib["InAddrErrors"] += 1
-                                    outcome[j] = OC["drop_martian"]
                                 # COST assumed a completed path; a refused packet is freed here
                                 svc += c["kfree_skb"] - self._path_cost_of(j)
                                 cls = c_refused

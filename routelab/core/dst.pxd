@@ -3,6 +3,7 @@
 # only says which of its attributes are C numbers, so that the per-packet
 # loop reads and writes them without a dictionary lookup.
 cimport cython
+from routelab.sim.ledger cimport Ledger
 
 cdef class DstEntry:
     cdef public unsigned long long key      # daddr << 32 | saddr
@@ -28,18 +29,23 @@ cdef class DstEntry:
     cpdef void _reset(self, long long uid, double now)
 
 
+cdef class DstFamily:
+    cpdef double gc(self, double now, long cpu) except? -1.0
+
+
 @cython.final
 cdef class DstOps:
     cdef public long long gc_thresh, entries, _uid
-    cdef public object gc, on_destroy
+    cdef public DstFamily family
+    cdef public Ledger ledger
+    cdef public object on_destroy
     cdef public list garbage
     cdef public double gc_timer_at, gc_timer_expires, gc_timer_inc
     cdef public double _c_alloc, _c_destroy, _c_run, _c_entry
     cdef public long long allocated, destroyed, alloc_failed, gc_runs, gc_walked
     cdef public list gc_run_log
 
-    cpdef tuple dst_alloc(self, double now, long cpu)
-    cpdef DstEntry new_entry(self, double now)
+    cpdef DstEntry dst_alloc(self, double now, long cpu)
     cpdef double dst_destroy(self, DstEntry e) except? -1.0
     cpdef double dst_free(self, DstEntry e, double now) except? -1.0
     cpdef double dst_run_gc(self, double now) except? -1.0

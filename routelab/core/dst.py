@@ -23,11 +23,11 @@ fails), and ``dst_destroy`` does not chain to child dsts (no xfrm bundles).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import cython
 
-__all__ = ["DstEntry", "DstOps", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX",
+from ..sim.ledger import Ledger
+
+__all__ = ["DstEntry", "DstFamily", "DstOps", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX",
            "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED", "HOOKS"]
 
 DST_GC_MIN = 0.1     # HZ/10
@@ -87,18 +87,36 @@ class DstEntry:
                 f"lastuse={self.lastuse:.3f})")
 
 
+class DstFamily:
+    """An address family's side of ``dst_ops``: its garbage collector.
+
+    Kernel: include/net/dst.h ``struct dst_ops`` (the ``gc`` hook; IPv4 sets
+    it to ``rt_garbage_collect``).  A family subclasses this and overrides
+    :meth:`gc`; :meth:`DstOps.dst_alloc` calls it (a C call when compiled).
+    """
+
+    def gc(self, now: float, cpu: int) -> float:
+        """Make room: return the seconds it took and leave in ``ledger.ok``
+        whether the allocation may go ahead."""
+        raise NotImplementedError
+
+
 class DstOps:
     """``dst_ops`` of one address family plus the dst garbage list.
 
     Parameters
     ----------
     gc_thresh : int
-        ``dst_alloc`` calls ``gc`` when ``entries`` exceeds this.
-    gc : callable(now, cpu) -> (ok, seconds)
-        The family's garbage collector (``rt_garbage_collect``).
+        ``dst_alloc`` calls the family's ``gc`` when ``entries`` exceeds this.
+    family : DstFamily or None
+        The family whose :meth:`DstFamily.gc` runs (the route cache); ``None``
+        for no garbage collector.
     cost : dict
         Seconds per call of ``dst_alloc``, ``dst_destroy``, ``dst_run_gc``,
         ``dst_gc_entry`` (from :func:`routelab.costs.cost_table`).
+    ledger : Ledger, optional
+        Where :meth:`dst_alloc` leaves its seconds (a new one if not given;
+        the route cache shares its own).
 
     Attributes
     ----------
@@ -112,9 +130,11 @@ class DstOps:
         The backoff state (``dst_gc_timer_expires``/``_inc``).
     """
 
-    def __init__(self, gc_thresh: int, gc: Callable | None, cost: dict) -> None:
+    def __init__(self, gc_thresh: int, family: DstFamily | None, cost: dict,
+                 ledger: Ledger | None = None) -> None:
         self.gc_thresh = gc_thresh
-        self.gc = gc
+        self.family = family
+        self.ledger = ledger if ledger is not None else Ledger()
         self.entries = 0
         self.garbage: list[DstEntry] = []
         self.gc_timer_at = float("inf")
@@ -134,35 +154,27 @@ class DstOps:
         self.gc_walked = 0
         self.gc_run_log: list[tuple[float, int, int]] = []  # (time, walked, destroyed)
 
-    def dst_alloc(self, now: float, cpu: int):
+    @cython.locals(t=cython.double, e=DstEntry)
+    def dst_alloc(self, now: float, cpu: int) -> DstEntry | None:
         """Allocate an entry, running the family GC first if over threshold.
 
-        Kernel: net/core/dst.c dst_alloc.
-
-        Returns
-        -------
-        (entry or None, seconds)
-            ``None`` when the GC failed: the caller drops the packet.
+        Kernel: net/core/dst.c dst_alloc.  Returns a fresh entry (refcnt 0)
+        counted in ``entries``, or ``None`` when the GC failed (the caller
+        drops the packet); the seconds are left in ``ledger.t``.
         """
         t = self._c_alloc
-        if self.gc is not None and self.entries > self.gc_thresh:
-            ok, gc_t = self.gc(now, cpu)
-            t += gc_t
-            if not ok:
+        if self.family is not None and self.entries > self.gc_thresh:
+            t += self.family.gc(now, cpu)
+            if not self.ledger.ok:
                 self.alloc_failed += 1
-                return None, t
-        return self.new_entry(now), t
-
-    @cython.locals(e=DstEntry)
-    def new_entry(self, now: float) -> DstEntry:
-        """The allocation itself, after ``dst_alloc``'s GC check: a fresh entry
-        (refcnt 0) counted in ``entries``.  (The route cache's slow path calls
-        its GC and then this directly; see ``RouteCache.ip_route_input_slow``.)"""
+                self.ledger.t = t
+                return None
         self._uid += 1
         e = DstEntry.__new__(DstEntry)     # (no __init__ call: _reset sets every field)
         e._reset(self._uid, now)
         self.entries += 1
         self.allocated += 1
+        self.ledger.t = t
         return e
 
     def dst_destroy(self, e: DstEntry) -> float:

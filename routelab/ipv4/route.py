@@ -31,10 +31,12 @@ from __future__ import annotations
 import cython
 import numpy as np
 
-from ..core.dst import DESTROYED, GARBAGE, HASHED, DstEntry, DstOps
+from ..core.dropreason import OUTCOMES
+from ..core.dst import DESTROYED, GARBAGE, HASHED, DstEntry, DstFamily, DstOps
 from ..core.rcu import Rcu
 from ..errors import KnobError
 from ..kernels import KernelProfile
+from ..sim.ledger import NO_DROP, Ledger
 from .fib import RTN
 
 _RTN_LOCAL = RTN["local"]
@@ -42,6 +44,9 @@ _RTN_BROADCAST = RTN["broadcast"]
 _RTN_UNREACHABLE = RTN["unreachable"]
 _RTN_BLACKHOLE = RTN["blackhole"]
 _RTN_PROHIBIT = RTN["prohibit"]
+_O_MARTIAN = OUTCOMES["drop_martian"]
+_O_DST_OVERFLOW = OUTCOMES["drop_dst_overflow"]
+_NO_DROP = NO_DROP
 
 __all__ = ["RouteCache", "gc_scan_cost", "rt_hash_size", "rt_hash_jhash", "rt_hash_fold",
            "STAT_FIELDS"]
@@ -137,7 +142,7 @@ def gc_scan_cost(cost: dict, buckets: int, entries: int) -> float:
     return buckets * cost["gc_bucket"] + entries * cost["gc_entry"]
 
 
-class RouteCache:
+class RouteCache(DstFamily):
     """The route cache of one run, with its GC state visible as attributes.
 
     Parameters
@@ -155,6 +160,9 @@ class RouteCache:
     rng : numpy.random.Generator
         Source of the hash keys (``rt_hash_rnd``) and the first
         ``rt_check_expire`` delay.
+    ledger : Ledger, optional
+        Where the miss path leaves its seconds and drop reasons (shared with
+        the run; a new one if not given).
 
     Attributes
     ----------
@@ -170,7 +178,8 @@ class RouteCache:
     """
 
     def __init__(self, kernel: KernelProfile, buckets: int, sysctl: dict, ncpus: int,
-                 cost: dict, rcu_maxbatch: int, rng: np.random.Generator) -> None:
+                 cost: dict, rcu_maxbatch: int, rng: np.random.Generator,
+                 ledger: Ledger | None = None) -> None:
         self.kernel = kernel
         self.hz = kernel.hz
         self.buckets = buckets
@@ -188,7 +197,8 @@ class RouteCache:
         self.hash_rnd = int(rng.integers(0, 2**32))
         self.ncpus = ncpus
         self.stat = [[0] * 17 for _ in range(ncpus)]
-        self.dst = DstOps(sysctl["gc_thresh"], self.rt_garbage_collect, cost)
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.dst = DstOps(sysctl["gc_thresh"], self, cost, self.ledger)
         self.rcu = Rcu(kernel.rcu, ncpus, rcu_maxbatch, self.dst, cost)
         # rt_garbage_collect statics
         self.expire = int(round(self.gc_timeout * self.hz))
@@ -218,10 +228,6 @@ class RouteCache:
         self._c_intern = cost["rt_intern_hash"]
         self._c_step = cost["chain_step"]
         self._c_gc = cost["rt_garbage_collect"]
-        # second results of the miss path's internal steps (see ip_route_input_slow)
-        self._t = 0.0
-        self._why = None
-        self._ok = True
 
     # -- hashing --------------------------------------------------------------
     def rt_hash(self, daddr, saddr, iif, tos):
@@ -284,45 +290,43 @@ class RouteCache:
         return self._c_rt_free + self.rcu.call_rcu(cpu, e, now)
 
     # -- slow path ------------------------------------------------------------
-    # The miss path's internal steps return one value each (the entry, or the
-    # seconds) and leave the other in an attribute (``_t``, ``_why``, ``_ok``),
-    # so that compiled they pass C values, with no tuple or float object per
-    # packet.  The public methods return the usual tuples.
-    def ip_route_input_slow(self, now: float, cpu: int, key: int, ik: int, h: int,
-                            rtype: int, oif: int, gw: int, nrules: int, martian: int):
-        """Resolve a cache miss; return ``(entry, seconds, drop_reason)``.
-
-        Kernel: net/ipv4/route.c ip_route_input_slow.  ``martian`` is 0, 1
-        (martian source) or 2 (martian destination); martians are counted and
-        dropped without a cache entry.  A FIB failure makes a cached
-        *unreachable* entry (``in_no_route``) and the packet is dropped.
-        On success the entry comes back with a reference held for the packet.
-        ``drop_reason`` is ``None`` or one of ``"martian"``, ``"dst_overflow"``.
-        """
-        self._check_args(cpu, h)
-        e = self._slow(now, cpu, key, ik, h, rtype, oif, gw, nrules, martian)
-        return e, self._t, self._why
-
-    def _check_args(self, cpu: int, h: int | None = None) -> None:
-        """The public entry points' checks: the compiled miss path indexes the
-        per-CPU statistics and the hash table without bounds checks."""
+    # Each step returns its main result (the entry, or the seconds) and leaves
+    # the others on the run's ledger (``self.ledger``: ``t`` seconds, ``why``
+    # the drop reason, ``ok``), so that compiled they pass C values, with no
+    # tuple or float object made per packet.
+    def _check_args(self, cpu: int, h: int = 0) -> None:
+        """The entry points' index checks (the compiled miss path then indexes
+        the per-CPU statistics and the hash table without bounds checks)."""
         if not 0 <= cpu < self.ncpus:
             raise KnobError("cpu", cpu, f"a CPU number in [0, {self.ncpus - 1}]")
-        if h is not None and not 0 <= h <= self.mask:
+        if not 0 <= h <= self.mask:
             raise KnobError("hash bucket", h, f"an integer in [0, {self.mask}]")
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    @cython.locals(e=DstEntry, t=cython.double)
-    def _slow(self, now: float, cpu: int, key: int, ik: int, h: int,
-              rtype: int, oif: int, gw: int, nrules: int, martian: int) -> DstEntry | None:
-        """:meth:`ip_route_input_slow` returning the entry (or ``None``); the
-        seconds are left in ``_t``, the drop reason in ``_why``."""
+    @cython.locals(e=DstEntry, t=cython.double, lg=Ledger)
+    def ip_route_input_slow(self, now: float, cpu: int, key: int, ik: int, h: int,
+                            rtype: int, oif: int, gw: int, nrules: int,
+                            martian: int) -> DstEntry | None:
+        """Resolve a cache miss: the new entry, or ``None`` if the packet is refused.
+
+        Kernel: net/ipv4/route.c ip_route_input_slow.  ``martian`` is 0, 1
+        (martian source) or 2 (martian destination); martians are counted and
+        refused without a cache entry.  A FIB failure makes a cached
+        *unreachable* entry (``in_no_route``).  On success the entry comes
+        back with a reference held for the packet.  The seconds are left in
+        ``ledger.t``, the reason of a refusal in ``ledger.why`` (an outcome
+        code: ``drop_martian`` or ``drop_dst_overflow``; ``NO_DROP`` if not
+        refused).
+        """
+        self._check_args(cpu, h)
+        lg = self.ledger
         st = self.stat[cpu]
         t = self._c_slow
         if martian:
             st[S_IN_MARTIAN_SRC if martian == 1 else S_IN_MARTIAN_DST] += 1
-            self._t, self._why = t, "martian"
+            lg.t = t
+            lg.why = _O_MARTIAN
             return None
         t += self._c_fib + nrules * self._c_rule
         if rtype == _RTN_UNREACHABLE or rtype == _RTN_BLACKHOLE or rtype == _RTN_PROHIBIT:
@@ -331,10 +335,11 @@ class RouteCache:
             st[S_IN_BRD] += 1
         else:
             st[S_IN_SLOW_TOT] += 1
-        e = self._dst_alloc(now, cpu)
-        t += self._t
+        e = self.dst.dst_alloc(now, cpu)
+        t += lg.t
         if e is None:
-            self._t, self._why = t, "dst_overflow"
+            lg.t = t
+            lg.why = _O_DST_OVERFLOW
             return None
         e.key = key
         e.ik = ik
@@ -345,40 +350,10 @@ class RouteCache:
         e.lastuse = now
         e.use = 1
         e.refcnt = 1          # the packet's reference (skb->dst)
-        e = self._intern(e, h, now, cpu)
-        self._t, self._why = t + self._t, None
+        e = self.rt_intern_hash(e, h, now, cpu)
+        lg.t = t + lg.t
+        lg.why = _NO_DROP
         return e
-
-    @cython.locals(dst=DstOps, ta=cython.double)
-    def _dst_alloc(self, now: float, cpu: int) -> DstEntry | None:
-        """``dst_alloc`` for this cache: ``DstOps.dst_alloc``'s steps, with
-        ``rt_garbage_collect`` called directly (a C call when compiled).
-        Returns the entry or ``None``; the seconds are left in ``_t``."""
-        dst = self.dst
-        ta = dst._c_alloc
-        if dst.gc is not None and dst.entries > dst.gc_thresh:
-            ta += self._gc(now, cpu)
-            if not self._ok:
-                dst.alloc_failed += 1
-                self._t = ta
-                return None
-        e = dst.new_entry(now)
-        self._t = ta
-        return e
-
-    def rt_intern_hash(self, e: DstEntry, h: int, now: float, cpu: int):
-        """Insert a new entry at the head of its chain; return ``(entry, seconds)``.
-
-        Kernel: net/ipv4/route.c rt_intern_hash.  If an equal key is already
-        cached it is moved to the head and used instead.  Otherwise the chain
-        is trimmed by freeing its lowest-scoring unreferenced entry when it is
-        longer than ``gc_elasticity`` (2.6, 2.4) or, in 2.4.22+, longer than 1
-        with a non-valuable candidate; 2.4.18 never trims.  The ``nocache``
-        profile frees the new entry instead of inserting it (story 1's hack).
-        """
-        self._check_args(cpu, h)
-        e = self._intern(e, h, now, cpu)
-        return e, self._t
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -387,9 +362,18 @@ class RouteCache:
                    length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
                    scoring=cython.bint, min_score=cython.longlong, s=cython.longlong,
                    t=cython.double, chain=list)
-    def _intern(self, e: DstEntry, h: int, now: float, cpu: int) -> DstEntry:
-        """:meth:`rt_intern_hash` returning the entry used; the seconds are
-        left in ``_t``."""
+    def rt_intern_hash(self, e: DstEntry, h: int, now: float, cpu: int) -> DstEntry:
+        """Insert a new entry at the head of its chain; return the entry used.
+
+        Kernel: net/ipv4/route.c rt_intern_hash.  If an equal key is already
+        cached it is moved to the head and used instead.  Otherwise the chain
+        is trimmed by freeing its lowest-scoring unreferenced entry when it is
+        longer than ``gc_elasticity`` (2.6, 2.4) or, in 2.4.22+, longer than 1
+        with a non-valuable candidate; 2.4.18 never trims.  The ``nocache``
+        profile frees the new entry instead of inserting it (story 1's hack).
+        The seconds are left in ``ledger.t``.
+        """
+        self._check_args(cpu, h)
         chain = self.table[h]
         key, ik = e.key, e.ik
         length = len(chain)
@@ -413,7 +397,7 @@ class RouteCache:
                 r.refcnt += 1
                 e.refcnt -= 1
                 t = self._c_intern + (pos + 1) * self._c_step
-                self._t = t + self.rt_free(e, now, cpu)
+                self.ledger.t = t + self.rt_free(e, now, cpu)
                 return r
             if scoring and r.refcnt == 0:
                 s = self.rt_score(r, now)
@@ -424,7 +408,7 @@ class RouteCache:
             # Walter's hack: never insert; the packet keeps its own dst, which
             # is freed at once and so lands on the dst garbage list.
             t += self.rt_free(e, now, cpu)
-            self._t = t
+            self.ledger.t = t
             return e
         # trim: the lowest-scoring unreferenced entry (the last of equal scores)
         if cand is not None and (long_chain or not (min_score >> 31) & 1):
@@ -434,7 +418,7 @@ class RouteCache:
         e.state = HASHED
         e.bucket = h
         self.hashed += 1
-        self._t = t
+        self.ledger.t = t
         return e
 
     # -- garbage collection ---------------------------------------------------
@@ -445,10 +429,18 @@ class RouteCache:
                    expire=cython.longlong, tmo=cython.longlong, mask=cython.long, k=cython.long,
                    visited_b=cython.long, visited_e=cython.long, freed=cython.long,
                    n=cython.Py_ssize_t, i=cython.Py_ssize_t, r=DstEntry, chain=list, keep=list,
-                   table=list, dst=DstOps)
-    def _gc(self, now: float, cpu: int) -> float:
-        """:meth:`rt_garbage_collect` returning the seconds; whether it
-        succeeded is left in ``_ok``."""
+                   table=list, dst=DstOps, lg=Ledger)
+    def rt_garbage_collect(self, now: float, cpu: int) -> float:
+        """Shrink the cache; return the seconds (``ledger.ok``: may the
+        allocation go ahead).
+
+        Kernel: net/ipv4/route.c rt_garbage_collect (2.4.22, 2.6.11), called
+        from dst_alloc (through :meth:`gc`).  Always runs as if from softirq
+        (the forwarding path): one pass over the table at most.  See
+        kernel.md s1 for the steps; they are followed in order below.
+        """
+        self._check_args(cpu)
+        lg = self.ledger
         st = self.stat[cpu]
         c = self.cost
         st[S_GC_TOTAL] += 1
@@ -457,7 +449,7 @@ class RouteCache:
         t = self._c_gc
         if now - self.last_gc < self.gc_min_interval and entries < self.max_size:
             st[S_GC_IGNORED] += 1
-            self._ok = True
+            lg.ok = True
             return t
         buckets = self.buckets
         goal = entries - (self.gc_elasticity << self.log)
@@ -475,7 +467,7 @@ class RouteCache:
             self.last_gc = now
         if goal <= 0:
             self.equilibrium += goal
-            self._ok = True
+            lg.ok = True
             return t + self._work_done()
         # one pass, round-robin from the rover
         now_j = self.jiffies(now)
@@ -512,31 +504,24 @@ class RouteCache:
         t += gc_scan_cost(c, visited_b, visited_e)
         if goal <= 0:
             self.gc_log.append((now, cpu, "done", visited_b, visited_e, freed))
-            self._ok = True
+            lg.ok = True
             return t + self._work_done()
         st[S_GC_GOAL_MISS] += 1
         if self.expire:
             self.expire >>= 1
         if dst.entries < self.max_size:
             self.gc_log.append((now, cpu, "miss", visited_b, visited_e, freed))
-            self._ok = True
+            lg.ok = True
             return t
         st[S_GC_DST_OVERFLOW] += 1
         self.gc_log.append((now, cpu, "overflow", visited_b, visited_e, freed))
-        self._ok = False
+        lg.ok = False
         return t
 
-    def rt_garbage_collect(self, now: float, cpu: int):
-        """Shrink the cache; return ``(ok, seconds)``.
-
-        Kernel: net/ipv4/route.c rt_garbage_collect (2.4.22, 2.6.11), called
-        from dst_alloc.  Always runs as if from softirq (the forwarding
-        path): one pass over the table at most.  See kernel.md s1 for the
-        steps; :meth:`_gc` follows them in order.
-        """
-        self._check_args(cpu)
-        t = self._gc(now, cpu)
-        return self._ok, t
+    def gc(self, now: float, cpu: int) -> float:
+        """``ipv4_dst_ops.gc``: the seam through which ``dst_alloc`` calls
+        :meth:`rt_garbage_collect`."""
+        return self.rt_garbage_collect(now, cpu)
 
     def _work_done(self) -> float:
         self.expire += int(round(self.gc_min_interval * self.hz))

@@ -1,0 +1,6 @@
+"""The engine: the clock and its timers, the ledger every stage writes into,
+packet columns and bookkeeping queues.
+
+Nothing here knows about packets' protocols or the kernel: ``routelab.core``
+and ``routelab.ipv4`` build the model on these pieces (see ``docs/design.md``).
+"""

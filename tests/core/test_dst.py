@@ -11,6 +11,7 @@ from routelab.core.dst import (
     DST_GC_MIN,
     GARBAGE,
     DstEntry,
+    DstFamily,
     DstOps,
     dst_hold,
     dst_release,
@@ -19,22 +20,38 @@ from routelab.core.dst import (
 COST = {"dst_alloc": 1e-6, "dst_destroy": 2e-6, "dst_run_gc": 3e-6, "dst_gc_entry": 1e-7}
 
 
-class FakeGc:
-    """Stands in for rt_garbage_collect: records calls, answers ``ok``."""
+class FakeGc(DstFamily):
+    """Stands in for the route cache's rt_garbage_collect: records calls,
+    answers ``ok`` through the ops' ledger."""
 
     def __init__(self, ok=True):
         self.ok = ok
         self.calls = []
+        self.ops = None
 
-    def __call__(self, now, cpu):
+    def gc(self, now, cpu):
         self.calls.append((now, cpu))
-        return self.ok, 5e-6
+        self.ops.ledger.ok = self.ok
+        return 5e-6
+
+
+def make_ops(thresh, gc):
+    ops = DstOps(thresh, gc, COST)
+    if gc is not None:
+        gc.ops = ops
+    return ops
+
+
+def alloc(ops, now, cpu):
+    """dst_alloc as (entry, seconds)."""
+    e = ops.dst_alloc(now, cpu)
+    return e, ops.ledger.t
 
 
 def test_alloc_calls_gc_only_above_threshold():
     gc = FakeGc()
-    ops = DstOps(3, gc, COST)
-    got = [ops.dst_alloc(0.1 * i, 0) for i in range(6)]
+    ops = make_ops(3, gc)
+    got = [alloc(ops, 0.1 * i, 0) for i in range(6)]
     # entries before each call: 0,1,2,3 (no GC: not > 3), then 4, 5 (GC)
     assert [c[0] for c in gc.calls] == [pytest.approx(0.4), pytest.approx(0.5)]
     assert all(e is not None and e.refcnt == 0 for e, _ in got)
@@ -46,10 +63,10 @@ def test_alloc_calls_gc_only_above_threshold():
 
 def test_alloc_fails_when_gc_fails():
     gc = FakeGc(ok=False)
-    ops = DstOps(1, gc, COST)
-    ops.dst_alloc(0, 0)
-    ops.dst_alloc(0, 0)
-    e, t = ops.dst_alloc(0, 1)
+    ops = make_ops(1, gc)
+    alloc(ops, 0, 0)
+    alloc(ops, 0, 0)
+    e, t = alloc(ops, 0, 1)
     assert e is None and t > 0
     assert ops.entries == 2 and ops.alloc_failed == 1 and gc.calls[-1] == (0, 1)
 
@@ -57,12 +74,12 @@ def test_alloc_fails_when_gc_fails():
 def test_no_gc_function_means_no_limit():
     ops = DstOps(0, None, COST)
     for _ in range(5):
-        assert ops.dst_alloc(0, 0)[0] is not None
+        assert alloc(ops, 0, 0)[0] is not None
 
 
 def test_free_unreferenced_destroys_at_once():
     ops = DstOps(100, None, COST)
-    e, _ = ops.dst_alloc(0, 0)
+    e, _ = alloc(ops, 0, 0)
     t = ops.dst_free(e, 1.0)
     assert t == pytest.approx(COST["dst_destroy"])
     assert e.state == DESTROYED and ops.entries == 0 and ops.destroyed == 1
@@ -71,7 +88,7 @@ def test_free_unreferenced_destroys_at_once():
 
 def test_free_referenced_parks_on_garbage_list():
     ops = DstOps(100, None, COST)
-    e, _ = ops.dst_alloc(0, 0)
+    e, _ = alloc(ops, 0, 0)
     dst_hold(e)
     assert ops.dst_free(e, 2.0) == 0.0
     assert e.state == GARBAGE and e.obsolete == 2 and ops.garbage == [e]
@@ -88,7 +105,7 @@ def test_free_referenced_parks_on_garbage_list():
 
 def test_run_gc_backoff_sequence_and_snap_back():
     ops = DstOps(100, None, COST)
-    held, _ = ops.dst_alloc(0, 0)
+    held, _ = alloc(ops, 0, 0)
     dst_hold(held)
     ops.dst_free(held, 0.0)
     gaps = []
@@ -102,7 +119,7 @@ def test_run_gc_backoff_sequence_and_snap_back():
     assert gaps == pytest.approx([0.1, 0.6, 1.6, 3.1, 5.1, 7.6])
     assert ops.gc_runs == 6
     # a new entry on the backed-off list re-arms the timer at DST_GC_MIN
-    other, _ = ops.dst_alloc(last, 0)
+    other, _ = alloc(ops, last, 0)
     dst_hold(other)
     ops.dst_free(other, last + 1.0)
     assert ops.gc_timer_at == pytest.approx(last + 1.0 + DST_GC_MIN)
@@ -114,8 +131,8 @@ def test_run_gc_backoff_sequence_and_snap_back():
 
 def test_second_free_before_first_run_does_not_rearm():
     ops = DstOps(100, None, COST)
-    a, _ = ops.dst_alloc(0, 0)
-    b, _ = ops.dst_alloc(0, 0)
+    a, _ = alloc(ops, 0, 0)
+    b, _ = alloc(ops, 0, 0)
     dst_hold(a)
     dst_hold(b)
     ops.dst_free(a, 0.0)
@@ -125,7 +142,7 @@ def test_second_free_before_first_run_does_not_rearm():
 
 def test_backoff_caps_at_dst_gc_max():
     ops = DstOps(100, None, COST)
-    e, _ = ops.dst_alloc(0, 0)
+    e, _ = alloc(ops, 0, 0)
     dst_hold(e)
     ops.dst_free(e, 0.0)
     for _ in range(40):
@@ -136,7 +153,7 @@ def test_backoff_caps_at_dst_gc_max():
 
 def test_run_gc_destroys_only_released_entries():
     ops = DstOps(100, None, COST)
-    es = [ops.dst_alloc(0, 0)[0] for _ in range(4)]
+    es = [alloc(ops, 0, 0)[0] for _ in range(4)]
     for e in es:
         dst_hold(e)
         ops.dst_free(e, 0.0)
@@ -154,7 +171,7 @@ def test_run_gc_destroys_only_released_entries():
 
 def test_entries_drop_only_on_destroy():
     ops = DstOps(100, None, COST)
-    e, _ = ops.dst_alloc(0, 0)
+    e, _ = alloc(ops, 0, 0)
     dst_hold(e)
     dst_hold(e)
     dst_release(e)
@@ -167,7 +184,7 @@ def test_entries_drop_only_on_destroy():
 
 def test_destroy_of_referenced_entry_raises():
     ops = DstOps(100, None, COST)
-    e, _ = ops.dst_alloc(0, 0)
+    e, _ = alloc(ops, 0, 0)
     dst_hold(e)
     with pytest.raises(AssertionError, match="referenced"):
         ops.dst_destroy(e)
@@ -194,7 +211,7 @@ def test_destroy_hook_sees_every_destroy(monkeypatch):
     seen = []
     monkeypatch.setitem(dst_mod.HOOKS, "dst_destroy", lambda ops, e: seen.append(e.uid))
     ops = DstOps(100, None, COST)          # reads the hook when created
-    e, _ = ops.dst_alloc(0.0, 0)
+    e, _ = alloc(ops, 0.0, 0)
     ops.dst_free(e, 0.0)
     assert seen == [e.uid]
     monkeypatch.setitem(dst_mod.HOOKS, "dst_destroy", None)

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from routelab.core.dropreason import OUTCOMES
 from routelab.core.dst import DESTROYED, GARBAGE, HASHED, RCU_PENDING, DstEntry, dst_release
 from routelab.costs import cost_table
 from routelab.errors import KnobError
@@ -36,6 +37,7 @@ from routelab.ipv4.route import (
     rt_hash_size,
 )
 from routelab.kernels import KERNELS
+from routelab.sim.ledger import NO_DROP
 
 COST = cost_table(CPUS["opteron-2400x2"]).fn
 NOW = 1000.0          # "now" in the hand-built states; lastuse=0 means 1000 s idle
@@ -68,7 +70,7 @@ def put(cache, bucket, *, lastuse=0.0, refcnt=0, key=None, ik=0, valuable=False,
 
 def new_entry(cache, key, ik=0, now=NOW) -> DstEntry:
     """A freshly allocated entry holding the packet's reference (as the slow path makes)."""
-    e, _ = cache.dst.dst_alloc(now, 0)
+    e = cache.dst.dst_alloc(now, 0)
     e.key, e.ik, e.lastuse, e.use, e.refcnt = key, ik, now, 1, 1
     return e
 
@@ -246,7 +248,8 @@ def test_gc_min_interval_skip():
     c = make_cache("2.6.0", gc_thresh=20, max_size=1000)
     es = [put(c, b) for b in range(50)]
     c.last_gc = NOW - 0.1                          # < gc_min_interval (0.5 s) ago
-    ok, t = c.rt_garbage_collect(NOW, 0)
+    t = c.rt_garbage_collect(NOW, 0)
+    ok = c.ledger.ok
     assert ok and t == pytest.approx(COST["rt_garbage_collect"])
     assert stat(c, S_GC_TOTAL) == 1 and stat(c, S_GC_IGNORED) == 1
     assert c.last_gc == NOW - 0.1 and c.equilibrium == 0 and c.gc_log == []
@@ -264,7 +267,8 @@ def test_gc_goal_normal_branch_and_rover():
     # the rover (0), so buckets 1..15 are freed.
     c = make_cache("2.4.24", buckets=64, gc_thresh=20)
     es = [put(c, b) for b in range(50)]
-    ok, _ = c.rt_garbage_collect(NOW, 0)
+    c.rt_garbage_collect(NOW, 0)
+    ok = c.ledger.ok
     assert ok
     assert c.equilibrium == 35 and c.rover == 15 and c.last_gc == NOW
     assert [e.state for e in es[1:16]] == [DESTROYED] * 15          # 2.4: destroyed now
@@ -272,7 +276,8 @@ def test_gc_goal_normal_branch_and_rover():
     assert c.dst.entries == 35 and c.hashed == 35 and census_ok(c)
     assert c.gc_log[-1] == (NOW, 0, "done", 15, 15, 15)
     # next call: entries (35) == equilibrium -> goal 0 -> nothing to do
-    ok, _ = c.rt_garbage_collect(NOW + 1, 0)
+    c.rt_garbage_collect(NOW + 1, 0)
+    ok = c.ledger.ok
     assert ok and c.equilibrium == 35 and c.dst.entries == 35 and c.rover == 15
     # with equilibrium forgotten the scan resumes after the rover: buckets 16..23
     # (equilibrium 20 -> goal 15 -> equilibrium 27 -> goal 8)
@@ -306,7 +311,8 @@ def test_gc_danger_branch(per_bucket, goal, equilibrium, freed_buckets):
         for _ in range(per_bucket):
             put(c, b)
     n = 16 * per_bucket
-    ok, _ = c.rt_garbage_collect(NOW, 0)
+    c.rt_garbage_collect(NOW, 0)
+    ok = c.ledger.ok
     assert ok
     assert c.equilibrium == equilibrium == n - goal
     freed = freed_buckets * per_bucket             # whole chains go; stop after the goal
@@ -320,7 +326,8 @@ def test_gc_goal_nonpositive_path():
     c = make_cache("2.6.0", buckets=64, gc_thresh=40)
     es = [put(c, b) for b in range(30)]
     c.expire = 7
-    ok, _ = c.rt_garbage_collect(NOW, 0)
+    c.rt_garbage_collect(NOW, 0)
+    ok = c.ledger.ok
     assert ok and c.equilibrium == 30 and c.rover == 0 and c.gc_log == []
     assert all(e.state == HASHED for e in es)
     assert c.expire == 300 * 1000          # work_done with entries < gc_thresh: reset
@@ -344,7 +351,8 @@ def _overflow_state(kernel):
 def test_gc_overflow_after_one_pass_when_frees_wait_for_rcu():
     c, old = _overflow_state("2.6.0")
     expire0 = c.expire
-    ok, _ = c.rt_garbage_collect(NOW, 0)
+    c.rt_garbage_collect(NOW, 0)
+    ok = c.ledger.ok
     assert not ok
     assert all(e.state == RCU_PENDING for e in old)
     assert c.dst.entries == 32 and c.rcu.pending == 4 and c.hashed == 28 and census_ok(c)
@@ -352,13 +360,14 @@ def test_gc_overflow_after_one_pass_when_frees_wait_for_rcu():
     assert c.expire == expire0 // 2
     assert c.gc_log[-1][2] == "overflow"
     # dst_alloc turns the failure into a refused allocation (packet dropped)
-    e, _ = c.dst.dst_alloc(NOW + 1, 0)
+    e = c.dst.dst_alloc(NOW + 1, 0)
     assert e is None and c.dst.alloc_failed == 1 and stat(c, S_GC_DST_OVERFLOW) == 2
 
 
 def test_gc_same_state_in_2_4_frees_at_once_and_succeeds():
     c, old = _overflow_state("2.4.24")
-    ok, _ = c.rt_garbage_collect(NOW, 0)
+    c.rt_garbage_collect(NOW, 0)
+    ok = c.ledger.ok
     assert ok
     assert all(e.state == DESTROYED for e in old)
     assert c.dst.entries == 28 and stat(c, S_GC_GOAL_MISS) == 1
@@ -368,7 +377,8 @@ def test_gc_same_state_in_2_4_frees_at_once_and_succeeds():
 def test_gc_referenced_entries_are_never_freed():
     c = make_cache("2.4.24", buckets=16, gc_thresh=4, max_size=16)
     es = [put(c, b, refcnt=1) for b in range(16)]
-    ok, _ = c.rt_garbage_collect(NOW, 0)
+    c.rt_garbage_collect(NOW, 0)
+    ok = c.ledger.ok
     assert not ok and all(e.state == HASHED for e in es)
 
 
@@ -399,7 +409,8 @@ def test_gc_expire_grows_on_success_and_resets_below_gc_thresh():
     for b in range(2, 32):
         put(c, b, lastuse=NOW)
     c.expire = 1000
-    ok, _ = c.rt_garbage_collect(NOW, 0)  # goal 10 -> equilibrium 45, goal 5: chain of 20 goes
+    c.rt_garbage_collect(NOW, 0)  # goal 10 -> equilibrium 45, goal 5: chain of 20 goes
+    ok = c.ledger.ok
     assert ok and c.dst.entries == 30 and c.expire == 300 * 100
     # and a success never leaves expire above gc_timeout
     c = make_cache("2.4.24", buckets=64, gc_thresh=20)
@@ -449,7 +460,7 @@ def test_intern_trims_chains_per_version(kernel, length, valuable, trimmed):
     c = make_cache(kernel, buckets=16)
     old = _chain(c, length, valuable=valuable)
     e = new_entry(c, key=10**6)
-    got, _ = c.rt_intern_hash(e, 5, NOW, 0)
+    got = c.rt_intern_hash(e, 5, NOW, 0)
     assert got is e and c.table[5][0] is e and e.state == HASHED and e.bucket == 5
     assert len(c.table[5]) == length + 1 - trimmed
     victims = [x for x in old if x.state != HASHED]
@@ -488,7 +499,7 @@ def test_intern_equal_key_reuses_existing_entry():
         b = put(c, 5, key=2, ik=3)
         entries = c.dst.entries
         e = new_entry(c, key=2, ik=3)
-        got, _ = c.rt_intern_hash(e, 5, NOW, 0)
+        got = c.rt_intern_hash(e, 5, NOW, 0)
         assert got is b and c.table[5] == [b, a]                 # moved to the head
         assert b.refcnt == 1 and b.lastuse == NOW and b.use == 1
         assert e.refcnt == 0 and e.state in (DESTROYED, RCU_PENDING)
@@ -496,21 +507,21 @@ def test_intern_equal_key_reuses_existing_entry():
         assert c.dst.entries == entries + (1 if kernel == "2.6.0" else 0)
         # the key is (key, ik): same daddr/saddr on another iif/tos is another flow
         other = new_entry(c, key=2, ik=4)
-        got, _ = c.rt_intern_hash(other, 5, NOW, 0)
+        got = c.rt_intern_hash(other, 5, NOW, 0)
         assert got is other and c.table[5][0] is other
 
 
 def test_nocache_profile_never_inserts():
     c = make_cache("2.4.24-nocache", buckets=16)
     e = new_entry(c, key=7)
-    got, _ = c.rt_intern_hash(e, 5, NOW, 0)
+    got = c.rt_intern_hash(e, 5, NOW, 0)
     assert got is e and c.table[5] == [] and c.hashed == 0
     # the packet still holds it: parked on the dst garbage list, still counted
     assert e.state == GARBAGE and c.dst.garbage == [e] and c.dst.entries == 1
     assert census_ok(c)
     # a second packet of the same flow allocates again
     e2 = new_entry(c, key=7)
-    assert c.rt_intern_hash(e2, 5, NOW, 0)[0] is e2 and c.dst.entries == 2
+    assert c.rt_intern_hash(e2, 5, NOW, 0) is e2 and c.dst.entries == 2
     dst_release(e)
     dst_release(e2)
     c.dst.dst_run_gc(c.dst.gc_timer_at)
@@ -523,15 +534,16 @@ def test_nocache_profile_never_inserts():
 def test_slow_path_counters_and_results():
     c = make_cache("2.6.0", buckets=16)
     args = dict(oif=1, gw=0, nrules=3)
-    e, t, why = c.ip_route_input_slow(NOW, 0, 11, 0, 3, RTN["unicast"], martian=0, **args)
-    assert why is None and e.refcnt == 1 and c.table[3] == [e] and e.oif == 1
+    e = c.ip_route_input_slow(NOW, 0, 11, 0, 3, RTN["unicast"], martian=0, **args)
+    t, why = c.ledger.t, c.ledger.why
+    assert why == NO_DROP and e.refcnt == 1 and c.table[3] == [e] and e.oif == 1
     assert t >= COST["ip_route_input_slow"] + COST["fib_lookup"] + 3 * COST["fib_rule"]
-    assert c.ip_route_input_slow(NOW, 0, 12, 0, 3, RTN["unicast"], martian=1, **args)[2] \
-        == "martian"
-    assert c.ip_route_input_slow(NOW, 0, 13, 0, 3, RTN["unicast"], martian=2, **args)[2] \
-        == "martian"
-    e2, _, why = c.ip_route_input_slow(NOW, 0, 14, 0, 4, RTN["unreachable"], martian=0, **args)
-    assert why is None and c.table[4] == [e2]            # unreachable entries are cached
+    for martian, key in ((1, 12), (2, 13)):
+        assert c.ip_route_input_slow(NOW, 0, key, 0, 3, RTN["unicast"], martian=martian,
+                                     **args) is None
+        assert c.ledger.why == OUTCOMES["drop_martian"]
+    e2 = c.ip_route_input_slow(NOW, 0, 14, 0, 4, RTN["unreachable"], martian=0, **args)
+    assert c.ledger.why == NO_DROP and c.table[4] == [e2]   # unreachable entries are cached
     c.ip_route_input_slow(NOW, 0, 15, 0, 4, RTN["broadcast"], martian=0, **args)
     assert (stat(c, S_IN_SLOW_TOT), stat(c, S_IN_MARTIAN_SRC), stat(c, S_IN_MARTIAN_DST),
             stat(c, S_IN_NO_ROUTE), stat(c, S_IN_BRD)) == (1, 1, 1, 1, 1)
@@ -541,8 +553,8 @@ def test_slow_path_counters_and_results():
 
 def test_slow_path_reports_dst_overflow():
     c, _ = _overflow_state("2.6.0")
-    e, _, why = c.ip_route_input_slow(NOW, 0, 99, 0, 3, RTN["unicast"], 1, 0, 3, 0)
-    assert e is None and why == "dst_overflow"
+    e = c.ip_route_input_slow(NOW, 0, 99, 0, 3, RTN["unicast"], 1, 0, 3, 0)
+    assert e is None and c.ledger.why == OUTCOMES["drop_dst_overflow"]
     assert stat(c, S_IN_SLOW_TOT) == 1                  # counted before dst_alloc failed
 
 
@@ -619,5 +631,5 @@ def test_public_entry_points_refuse_a_cpu_or_bucket_out_of_range():
         c.rt_intern_hash(DstEntry(1, NOW), -1, NOW, 0)
     with pytest.raises(KnobError, match=r"cpu=-1"):
         c.rt_garbage_collect(NOW, -1)
-    e, _, why = c.ip_route_input_slow(NOW, 1, 1, 0, 63, U, 0, 0, 1, 0)
-    assert why is None and e is not None and c.stat[1][2] == 1   # in_slow_tot on CPU 1
+    e = c.ip_route_input_slow(NOW, 1, 1, 0, 63, U, 0, 0, 1, 0)
+    assert c.ledger.why == NO_DROP and e is not None and c.stat[1][2] == 1   # in_slow_tot on CPU 1

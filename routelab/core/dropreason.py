@@ -1,0 +1,82 @@
+"""Every way a packet's life in the router ends: one table, one name and code each.
+
+Kernel: the ``goto drop`` labels and the counters they bump across
+net/core/dev.c (``netif_rx``, softnet ``dropped``), the drivers (RX missed /
+FIFO), net/ipv4/ip_input.c (``ip_rcv``: ``InHdrErrors``), route.c
+(``ip_route_input_slow``: martians, ``ip_error``; ``dst_alloc``: "dst cache
+overflow"), ip_forward.c (TTL, DF), the qdisc (``dev_queue_xmit``) and
+neighbour.c (the unresolved queue, a failed resolution, a full table).
+
+A packet ends in exactly one outcome (the invariant ``Result.conservation``
+checks); the per-packet ``outcome`` column holds the codes below.  New kinds
+of ending are added here, as rows, and nowhere else: the result views, the
+summary and the conservation test read this table.
+
+Each row names the kernel counter that counts it (``counter``), where the
+kernel keeps one; the model's counters in ``Result.counters`` use the same
+names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Reason", "REASONS", "OUTCOMES", "OUTCOME_NAMES", "NO_DROP", "reason"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One outcome of a packet.
+
+    Attributes
+    ----------
+    name : str       the outcome's name (``"drop_dst_overflow"``)
+    code : int       its code in the ``outcome`` column (0..127)
+    where : str      the kernel function that decides it
+    counter : str    the kernel counter that counts it ("" = none)
+    text : str       one line for tables and figures
+    """
+
+    name: str
+    code: int
+    where: str
+    counter: str
+    text: str
+
+
+REASONS: tuple[Reason, ...] = (
+    Reason("forwarded", 0, "dev_queue_xmit", "ForwDatagrams",
+           "left on an output link"),
+    Reason("local", 1, "ip_local_deliver", "InDelivers",
+           "delivered to the router itself"),
+    Reason("drop_rx_missed", 2, "driver RX", "rx_missed",
+           "NIC: no descriptor and the FIFO full"),
+    Reason("drop_backlog", 3, "netif_rx", "softnet dropped",
+           "per-CPU backlog full or throttled"),
+    Reason("drop_hdr", 4, "ip_rcv", "InHdrErrors", "bad IP header"),
+    Reason("drop_martian", 5, "ip_route_input_slow", "InAddrErrors",
+           "martian source or destination"),
+    Reason("drop_no_route", 6, "ip_error", "OutNoRoutes",
+           "unreachable, blackhole or prohibited route"),
+    Reason("drop_dst_overflow", 7, "dst_alloc", "InDiscards",
+           "dst cache overflow (the GC could not make room)"),
+    Reason("drop_ttl", 8, "ip_forward", "OutTimeExcds", "TTL expired"),
+    Reason("drop_frag_needed", 9, "ip_forward", "FragFails",
+           "DF set and larger than the MTU"),
+    Reason("drop_qdisc", 10, "dev_queue_xmit", "OutDiscards", "output queue full"),
+)
+
+#: name -> code (the ``outcome`` column's values)
+OUTCOMES: dict[str, int] = {r.name: r.code for r in REASONS}
+#: code -> name
+OUTCOME_NAMES: dict[int, str] = {r.code: r.name for r in REASONS}
+#: what a stage leaves in ``Ledger.why`` when it did not drop the packet
+NO_DROP = -1
+
+
+def reason(name: str) -> Reason:
+    """The row of outcome ``name`` (KeyError with the known names otherwise)."""
+    for r in REASONS:
+        if r.name == name:
+            return r
+    raise KeyError(f"unknown outcome {name!r}; known: {', '.join(OUTCOMES)}")
