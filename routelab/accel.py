@@ -39,6 +39,7 @@ __all__ = ["ACCELERATED", "install", "status", "compiled", "needs_build"]
 #: module name -> source path relative to the repository root (as setup.py)
 ACCELERATED = {
     "routelab.sim.ledger": "routelab/sim/ledger.py",
+    "routelab.sim.clock": "routelab/sim/clock.py",
     "routelab.core.dst": "routelab/core/dst.py",
     "routelab.core.rcu": "routelab/core/rcu.py",
     "routelab.core.queues": "routelab/core/queues.py",
