@@ -161,10 +161,9 @@ class _Stopwatch:
         import routelab.router as router_mod
 
         self.acc: dict[str, float] = {}
-        run_cls = router_mod._Run
-        for meth, label in (("_prepare", "array stages"), ("_classify", "array stages"),
-                            ("_columns", "list columns")):
-            setattr(run_cls, meth, self._wrap(getattr(run_cls, meth), label))
+        for fn, label in (("prepare", "array stages"), ("classify", "array stages"),
+                          ("Packets", "list columns")):
+            setattr(router_mod, fn, self._wrap(getattr(router_mod, fn), label))
         assemble = res_mod.Result.assemble.__func__
         timed = self._wrap(assemble, "Result.assemble")
         res_mod.Result.assemble = classmethod(timed)

@@ -14,14 +14,18 @@ used by the package.
 
 What is shared and what is re-derived
 -------------------------------------
-Shared (these *are* the model): the array stages ``_Run._prepare`` /
-``_Run._classify`` (per-packet class, state-independent cost, output
-device, fragment count, wire time, hash bucket) and the stateful kernel
-objects :class:`~routelab.ipv4.route.RouteCache`,
+Shared (these *are* the model): the array stages
+:func:`routelab.prepare.prepare` / :func:`routelab.prepare.classify`
+(per-packet class, state-independent cost, output device, fragment count,
+wire time, hash bucket) and the public stage objects of a
+:class:`routelab.router.Run` built for the same router and trace -- its
+:class:`~routelab.ipv4.route.RouteCache` with the
 :class:`~routelab.core.dst.DstOps` and :class:`~routelab.core.rcu.Rcu`
-(slow path, GC, ``rt_intern_hash``, ``dst_run_gc``, RCU batches).
+inside it (slow path, GC, ``rt_intern_hash``, ``dst_run_gc``, RCU
+batches) and its :class:`~routelab.ipv4.icmp.Icmp` (the ICMP rate-limit
+buckets).  The run's own dispatcher is never called.
 
-Re-derived here, independently of ``_Run._loop``: the event order, the RX
+Re-derived here, independently of ``Run.dispatch``: the event order, the RX
 ring / backlog occupancy, the CPU as a FIFO server, the softirq pass
 bookkeeping (a pass ends after ``netdev_max_backlog`` packets or one jiffy;
 each pass start costs ``softirq_entry``; ``__do_softirq``'s 10 restarts
@@ -75,8 +79,9 @@ Scope (what both implementations define, and where they are compared)
   model reproduces.
 * No user task (``user_task=False``): the scheduler model of story 2 is out
   of scope.
-* No echo-reply injection (``reflect`` must be empty).  Ping requests and
-  replies crossing the router are plain forwarded packets here.
+* No hosts (``Router(hosts=..., local_hosts=...)`` must be empty): no packet
+  is born in the run.  Ping requests and replies crossing the router are
+  plain forwarded packets here.
 * RCU (2.6 kernels, NAPI) is supported but compared only with one CPU
   (``ncpus=1``): with idle extra CPUs, ``router.py`` evaluates RCU ticks
   after the lookups of packets still queued on CPU 0.
@@ -99,24 +104,24 @@ import numpy as np
 
 from routelab import OUTCOMES
 from routelab.core.skbuff import KIND
+from routelab.core.softirq import MAX_SOFTIRQ_RESTART
+from routelab.costs import composed
 from routelab.ipv4.fib import RTN
-from routelab.ipv4.icmp import RedirectState, ip_error_allow, redirect_allow, xrlim_allow
+from routelab.ipv4.icmp import RedirectState, redirect_allow
 from routelab.ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache
-from routelab.router import (
+from routelab.prepare import (
     C_FRAGNEED,
     C_FWD,
     C_HDR,
     C_LOCAL,
     C_MARTIAN,
     C_NOROUTE,
-    C_PING,
     C_REDIR,
     C_TTL,
-    MAX_SOFTIRQ_RESTART,
-    Router,
-    _Run,
-    icmp_send_cost,
+    classify,
+    prepare,
 )
+from routelab.router import Router, Run
 
 __all__ = ["ReferenceResult", "check_scope", "reference_run"]
 
@@ -281,8 +286,8 @@ def check_scope(router: Router) -> None:
     """Raise ValueError if ``router`` uses a feature the reference does not model."""
     if router.user_task:
         raise ValueError("reference: user_task=True is out of scope")
-    if router.reflect:
-        raise ValueError("reference: echo-reply injection (reflect) is out of scope")
+    if router.hosts or router.local_hosts:
+        raise ValueError("reference: hosts (packets born in the run) are out of scope")
     if any(d.cpu != 0 for d in router.devices):
         raise ValueError("reference: every device must hand its receive work to CPU 0")
     if router.kernel.route_cache and router.kernel.rcu != "none" and router.ncpus > 1:
@@ -315,19 +320,14 @@ class _Reference:
         self.tr = trace
         self.sched = sched
         k = r.kernel
-        # the model's stateful objects, built exactly as router._Run builds them
-        shell = _Run.__new__(_Run)
-        shell.r = r
-        shell.duration = duration
-        shell.rng = np.random.default_rng(r.seed)
-        shell.cache = None
-        if k.route_cache:
-            shell.cache = RouteCache(k, r.sysctl["rt_buckets"], r.sysctl, r.ncpus, r.costs.fn,
-                                     r.sysctl["rcu_maxbatch"], shell.rng)
-        self.cache: RouteCache | None = shell.cache
+        # the model's stateful objects: a Run's public stage objects (its
+        # dispatcher is never called)
+        run = Run(r, trace, duration)
+        self.cache: RouteCache | None = run.cache
+        self.icmp_state = run.icmp
         # the stateless array stages (shared with the fast loop)
-        p = shell._prepare(trace)
-        shell._classify(p)
+        p = prepare(r, self.cache, trace)
+        classify(r, p)
         self.p = p
         self.n = n = len(trace)
         self.T = trace.t.tolist()
@@ -369,14 +369,12 @@ class _Reference:
                                   "OutDiscards", "FragOKs", "FragFails", "FragCreates"), 0)
         self.icmp = dict.fromkeys(("OutMsgs", "OutTimeExcds", "OutDestUnreachs",
                                    "OutRedirects", "OutEchoReps", "InEchos", "RateLimited"), 0)
-        self.xrlim: dict = {}        # ICMP error token bucket per source address
-        self.errlim: dict = {}       # ip_error token bucket per flow (no route cache)
         self.redir: dict = {}        # redirect state per source (no route cache)
 
         # CPUs and the softirq structure
         self.cpus = [Cpu() for _ in range(r.ncpus)]
-        self.hz = k.hz
-        self.jiffy = 1.0 / k.hz
+        self.hz = r.kernel.hz
+        self.jiffy = 1.0 / r.kernel.hz
         rcu = self.cache.rcu if self.cache is not None else None
         self.rcu = rcu
         self.use_rcu = rcu is not None and rcu.mode != "none"
@@ -661,7 +659,7 @@ class _Reference:
         e = job.dst
         if self.outcome[j] >= 0:          # refused by the slow path
             return
-        if cls == C_FWD or cls == C_PING or cls == C_REDIR:
+        if cls == C_FWD or cls == C_REDIR:
             self.mib["ForwDatagrams"] += 1
             oif = self.oif[j]
             nf = self.nfrag[j]
@@ -725,13 +723,13 @@ class _Reference:
     # The rate-limit *decisions* are model logic shared with the router
     # (routelab.ipv4.icmp), like the RouteCache; only the event order is re-derived here.
     def icmp_xrlim_allow(self, j: int, now: float) -> bool:
-        ok = xrlim_allow(self.xrlim, int(self.tr.saddr[j]), now)
+        ok = self.icmp_state.xrlim_allow(int(self.tr.saddr[j]), now)
         self.icmp["RateLimited"] += not ok
         return ok
 
     def ip_error_allow(self, j: int, e, now: float) -> bool:
         key = ("dst", e.uid) if e is not None else ("flow", int(self.key[j]))
-        ok = ip_error_allow(self.errlim, key, now)
+        ok = self.icmp_state.ip_error_allow(key, now)
         self.icmp["RateLimited"] += not ok
         return ok
 
@@ -743,7 +741,7 @@ class _Reference:
             self.icmp["OutMsgs"] += 1
             self.icmp["OutRedirects"] += 1
             self.emit_icmp(self.dev[j], now, float(self.p["icmp_wire_s"][j]))
-            return icmp_send_cost(self.c)
+            return composed(self.c, "icmp_send")
         return 0.0
 
     def emit_icmp(self, d: int, now: float, wire: float) -> float:

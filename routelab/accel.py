@@ -40,11 +40,15 @@ __all__ = ["ACCELERATED", "install", "status", "compiled", "needs_build"]
 ACCELERATED = {
     "routelab.sim.ledger": "routelab/sim/ledger.py",
     "routelab.sim.clock": "routelab/sim/clock.py",
+    "routelab.sim.columns": "routelab/sim/columns.py",
+    "routelab.sim.queues": "routelab/sim/queues.py",
     "routelab.core.dst": "routelab/core/dst.py",
     "routelab.core.rcu": "routelab/core/rcu.py",
-    "routelab.core.queues": "routelab/core/queues.py",
-    "routelab.ipv4.route": "routelab/ipv4/route.py",
+    "routelab.core.dev": "routelab/core/dev.py",
+    "routelab.core.softirq": "routelab/core/softirq.py",
     "routelab.ipv4.icmp": "routelab/ipv4/icmp.py",
+    "routelab.ipv4.ip_input": "routelab/ipv4/ip_input.py",
+    "routelab.ipv4.route": "routelab/ipv4/route.py",
     "routelab.router": "routelab/router.py",
 }
 _PKG = Path(__file__).resolve().parent

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 from .hardware import CpuProfile
 
-__all__ = ["PATH", "MISSES", "CostTable", "cost_table", "wire_bytes"]
+__all__ = ["PATH", "MISSES", "COMPOSITION", "CostTable", "cost_table", "composed",
+           "wire_bytes"]
 
 # Reference-core cycles per call.  Comments give the source or the assumption.
 PATH: dict[str, float] = {
@@ -95,6 +96,41 @@ MISSES: dict[str, float] = {
     "chain_step": 1.0,           # one entry stepped over in a chain walk
     "rcu_callback": 1.0,         # the entry being freed
 }
+
+# Which kernel functions make up each fixed part of a packet's service, in the
+# order they run -- and are added up.  The array stages price packets with
+# these sums (routelab.router), the run's profile attributes time to the same
+# functions (routelab.result.profile), and the journey lists them row by row
+# (routelab.journey): one composition, read three times.
+COMPOSITION: dict[str, tuple[str, ...]] = {
+    # NIC receive to ip_rcv: a NAPI poll, or the hard IRQ and netif_rx (2.4 e100)
+    "receive_napi": ("napi_poll_rx", "netif_receive_skb", "ip_rcv"),
+    "receive_irq": ("irq_rx", "netif_rx", "netif_receive_skb", "ip_rcv"),
+    # a frame netif_rx refuses: the hard IRQ still ran and the skb is freed
+    "rx_drop_irq": ("irq_rx", "netif_rx", "kfree_skb"),
+    # a route-cache hit (the chain walk is charged per entry stepped over)
+    "route_hit": ("rt_hash", "ip_route_input"),
+    # an ICMP message the router originates, from icmp_send to the driver
+    "icmp_send": ("icmp_send", "ip_output", "dev_queue_xmit", "hard_start_xmit"),
+    # a packet for the router itself: delivered, answered (echo), sent, completed
+    "local": ("ip_local_deliver", "icmp_rcv", "icmp_send", "ip_output", "dev_queue_xmit",
+              "hard_start_xmit", "tx_complete"),
+}
+
+
+def composed(fn: dict, part: str) -> float:
+    """Seconds of one :data:`COMPOSITION` part: its functions' costs from
+    ``fn`` (``CostTable.fn``), added in order."""
+    t = 0.0
+    first = True
+    for name in COMPOSITION[part]:
+        if first:
+            t = fn[name]
+            first = False
+        else:
+            t += fn[name]
+    return t
+
 
 ETH_OVERHEAD = 38  # preamble 8 + header 14 + FCS 4 + inter-frame gap 12 bytes (IEEE 802.3)
 ETH_MIN_FRAME = 84  # 64-byte minimum frame + preamble + IFG

@@ -132,6 +132,9 @@ class NicProfile:
     features : frozenset[str]
         ``NETIF_F_*`` feature flags (story 4).
     source : str
+    kind : str
+        ``"ether"`` (a NIC and its wire), ``"pair"`` (one end of a veth/etun
+        pair: no wire, no rings; see routelab.core.dev) or ``"dummy"``.
     """
 
     name: str
@@ -143,6 +146,7 @@ class NicProfile:
     weight: int
     features: frozenset
     source: str
+    kind: str = "ether"
 
 
 NICS: dict[str, NicProfile] = {p.name: p for p in [
@@ -158,9 +162,9 @@ NICS: dict[str, NicProfile] = {p.name: p for p in [
                "Broadcom Tigon3 (Lezcano's 2007 Xeon box). Ring sizes assumed."),
     NicProfile("etun", 0.0, False, 0, 0, 0, 64, frozenset(),
                "etun pair device of 2.6.20-lxc8: no wire, no features by default "
-               "(story 4)."),
+               "(story 4).", "pair"),
     NicProfile("dummy", 0.0, False, 0, 0, 0, 64, frozenset(),
-               "dummy0: discards every packet it is given (Olsson's test sink)."),
+               "dummy0: discards every packet it is given (Olsson's test sink).", "dummy"),
 ]}
 
 

@@ -43,7 +43,8 @@ from .ipv4.ip_fragment import fragment_plan
 from .ipv4.ip_input import ip_rcv
 from .ipv4.ip_output import ip_output_plan
 from .ipv4.route import RouteCache
-from .router import LL_RESERVED, Device, Router
+from .prepare import LL_RESERVED
+from .router import Device, Router
 from .scenarios.common import cpu_knob, kernel_knob
 from .sysctl import Knob, validate_all
 

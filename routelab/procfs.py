@@ -60,10 +60,10 @@ def dev_counters(res: Result) -> list[dict]:
     dev = res.counters["dev"]
     out = []
     for i, name in enumerate(dev["names"]):
-        nic = res.router.devices[i].profile
+        nic = res.config.devices[i].profile
         rx_dropped = dev["rnbc"][i] if nic.napi else 0
         out.append({
-            "Iface": name, "MTU": res.router.devices[i].mtu,
+            "Iface": name, "MTU": res.config.devices[i].mtu,
             "RX-OK": dev["rx_packets"][i], "RX-ERR": dev["rx_errors"][i],
             "RX-DRP": rx_dropped + dev["rx_missed"][i], "RX-OVR": dev["rx_fifo"][i],
             "TX-OK": dev["tx_packets"][i], "TX-ERR": dev["tx_errors"][i],
@@ -103,7 +103,7 @@ def softnet_stat(res: Result) -> str:
 
     sn = res.counters["softnet"]
     out = res.packets["outcome"]
-    cpu_of_dev = np.array([d.cpu for d in res.router.devices])
+    cpu_of_dev = np.array([d.cpu for d in res.config.devices])
     cpu = cpu_of_dev[res.packets["dev"].astype(np.int64)]
     reached = (out != OUTCOMES["drop_rx_missed"]) & (out != OUTCOMES["drop_backlog"])
     lines = []
@@ -116,9 +116,9 @@ def softnet_stat(res: Result) -> str:
 def perf_top(res: Result, limit: int = 15) -> str:
     """A ``perf top``-like table: CPU share per kernel function over the run."""
     prof = res.profile
-    total_cpu = res.duration * res.router.ncpus
+    total_cpu = res.duration * res.config.ncpus
     tot = sum(prof.values()) or 1.0
-    hz = res.router.cpu.hz
+    hz = res.config.cpu.hz
     lines = [f"{'Overhead':>9}  {'of CPU':>7}  {'Mcycles':>9}  function"]
     for name, secs in list(prof.items())[:limit]:
         lines.append(f"{100 * secs / tot:8.2f}%  {100 * secs / total_cpu:6.2f}%  "

@@ -22,7 +22,7 @@ def res2():
 def test_rt_cache_stat_one_hex_line_per_cpu(res2):
     text = procfs.rt_cache_stat(res2)
     lines = text.splitlines()
-    assert len(lines) == res2.router.ncpus == 2
+    assert len(lines) == res2.config.ncpus == 2
     rows = res2.counters["rt_cache_stat"]
     for line, row in zip(lines, rows, strict=True):
         fields = line.split(" ")

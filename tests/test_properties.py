@@ -58,7 +58,7 @@ class Watch:
     def __init__(self, mp: pytest.MonkeyPatch) -> None:
         self.runs: list = []
         self.samples = 0
-        orig_init, orig_record = router_mod._Run.__init__, router_mod._Run._record
+        orig_init, orig_record = router_mod.Run.__init__, router_mod.Run._record
         watch = self
 
         def init(run, *a, **kw):
@@ -67,8 +67,8 @@ class Watch:
             finally:
                 watch.runs.append(run)
 
-        def record(run, rec, t):
-            orig_record(run, rec, t)
+        def record(run, t):
+            orig_record(run, t)
             watch.check_sample(run)
 
         self.destroyed: list = []
@@ -77,8 +77,8 @@ class Watch:
             # (called after dst_destroy, which raises if e is still referenced)
             watch.destroyed.append(e)
 
-        mp.setattr(router_mod._Run, "__init__", init)
-        mp.setattr(router_mod._Run, "_record", record)
+        mp.setattr(router_mod.Run, "__init__", init)
+        mp.setattr(router_mod.Run, "_record", record)
         mp.setitem(dst_mod.HOOKS, "dst_destroy", destroyed)
 
     def check_sample(self, run) -> None:

@@ -3,6 +3,7 @@
 # only says which of its attributes are C numbers, so that the per-packet
 # loop reads and writes them without a dictionary lookup.
 cimport cython
+from routelab.sim.clock cimport Timer
 from routelab.sim.ledger cimport Ledger
 
 cdef class DstEntry:
@@ -40,7 +41,8 @@ cdef class DstOps:
     cdef public Ledger ledger
     cdef public object on_destroy
     cdef public list garbage
-    cdef public double gc_timer_at, gc_timer_expires, gc_timer_inc
+    cdef public Timer gc_timer
+    cdef public double gc_timer_expires, gc_timer_inc
     cdef public double _c_alloc, _c_destroy, _c_run, _c_entry
     cdef public long long allocated, destroyed, alloc_failed, gc_runs, gc_walked
     cdef public list gc_run_log

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import cython
 
+from ..sim.clock import Clock
 from ..sim.ledger import Ledger
 
 __all__ = ["DstEntry", "DstFamily", "DstOps", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX",
@@ -117,6 +118,9 @@ class DstOps:
     ledger : Ledger, optional
         Where :meth:`dst_alloc` leaves its seconds (a new one if not given;
         the route cache shares its own).
+    clock : Clock, optional
+        The run's clock, on which the ``dst_run_gc`` timer is registered (a
+        private one if not given).
 
     Attributes
     ----------
@@ -124,20 +128,22 @@ class DstOps:
         Allocated and not yet destroyed (``ops->entries``).
     garbage : list[DstEntry]
         ``dst_garbage_list``.
-    gc_timer_at : float
-        When ``dst_run_gc`` fires next (``inf`` when not armed).
+    gc_timer : Timer
+        The ``dst_run_gc`` timer; ``gc_timer_at`` is its deadline (``inf``
+        when not armed).
     gc_timer_expires, gc_timer_inc : float
         The backoff state (``dst_gc_timer_expires``/``_inc``).
     """
 
     def __init__(self, gc_thresh: int, family: DstFamily | None, cost: dict,
-                 ledger: Ledger | None = None) -> None:
+                 ledger: Ledger | None = None, clock: Clock | None = None) -> None:
         self.gc_thresh = gc_thresh
         self.family = family
         self.ledger = ledger if ledger is not None else Ledger()
         self.entries = 0
         self.garbage: list[DstEntry] = []
-        self.gc_timer_at = float("inf")
+        self.gc_timer = (clock if clock is not None else Clock()).timer("dst_run_gc",
+                                                                       self.dst_run_gc)
         self.gc_timer_expires = DST_GC_MAX
         self.gc_timer_inc = DST_GC_MAX
         self._uid = 0
@@ -211,7 +217,7 @@ class DstOps:
         if self.gc_timer_inc > DST_GC_INC:
             self.gc_timer_inc = DST_GC_INC
             self.gc_timer_expires = DST_GC_MIN
-            self.gc_timer_at = now + DST_GC_MIN
+            self.gc_timer.mod(now + DST_GC_MIN)
         return 0.0
 
     @cython.locals(e=DstEntry, keep=list)
@@ -238,12 +244,17 @@ class DstOps:
         self.gc_run_log.append((now, walked, destroyed))
         if not keep:
             self.gc_timer_inc = DST_GC_MAX
-            self.gc_timer_at = float("inf")
+            self.gc_timer.stop()
             return t
         self.gc_timer_expires = min(self.gc_timer_expires + self.gc_timer_inc, DST_GC_MAX)
         self.gc_timer_inc += DST_GC_INC
-        self.gc_timer_at = now + self.gc_timer_expires
+        self.gc_timer.mod(now + self.gc_timer_expires)
         return t
+
+    @property
+    def gc_timer_at(self) -> float:
+        """When ``dst_run_gc`` fires next (``inf`` when not armed)."""
+        return self.gc_timer.at
 
 
 def dst_hold(e: DstEntry) -> None:

@@ -3,6 +3,7 @@
 # are C calls.
 cimport cython
 from routelab.core.dst cimport DstEntry, DstOps
+from routelab.sim.clock cimport Timer
 
 
 @cython.final
@@ -19,6 +20,8 @@ cdef class Rcu:
     cdef public bint gp_active
     cdef public double gp_start, last_call
     cdef public long nwaiting
+    cdef public Timer tick
+    cdef public double tick_at
 
     cpdef double call_rcu(self, long cpu, DstEntry entry, double now) except? -1.0
     cpdef double _free(self, DstEntry entry, double now) except? -1.0

@@ -108,6 +108,10 @@ class Rcu:
         self.nwaiting = 0
         self.gp_log: list[tuple[float, float]] = []   # (start, end) of each grace period
         self.invoked = 0
+        # the timer tick that drives the tasklets, simulated while callbacks are
+        # pending (routelab.core.softirq.TimerTick sets these)
+        self.tick = None
+        self.tick_at = 0.0
 
     # -- queueing -----------------------------------------------------------
     def call_rcu(self, cpu: int, entry: DstEntry, now: float) -> float:
@@ -124,6 +128,8 @@ class Rcu:
         entry.state = RCU_PENDING
         self.nxt[cpu].append(entry)
         self.pending += 1
+        if self.pending == 1 and self.tick is not None:
+            self.tick.mod(self.tick_at)      # callbacks pending: the tick matters again
         if now > self.last_call:
             self.last_call = now
         if not self.cur[cpu]:
@@ -209,6 +215,8 @@ class Rcu:
             t += self._free(done.popleft(), now)
         self.pending -= n
         self.invoked += n
+        if not self.pending and self.tick is not None:
+            self.tick.stop()
         return t
 
     def grace_periods(self):

@@ -97,3 +97,103 @@ def redirect_allow(state, now: float, sysctl: dict) -> bool:
         state.rate_tokens += 1
         return True
     return False
+
+
+# ICMP message types the router originates (include/linux/icmp.h)
+ICMP_ECHOREPLY, ICMP_DEST_UNREACH, ICMP_REDIRECT, ICMP_TIME_EXCEEDED = 0, 3, 5, 11
+# (the same as C constants when compiled)
+_ECHOREPLY, _DEST_UNREACH, _REDIRECT, _TIME_EXCEEDED = 0, 3, 5, 11
+_NAN = float("nan")
+
+
+def icmp_send_cost(c: dict) -> float:
+    """CPU seconds of one ICMP message the router originates: icmp_send (with
+    its output route lookup and rate-limit check), ip_output, the qdisc and
+    the driver."""
+    return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
+
+
+class Icmp:
+    """The router's ICMP output during a run: counters, rate limits, queueing.
+
+    Kernel: net/ipv4/icmp.c icmp_send, icmp_reply, icmpv4_xrlim_allow
+    (2.4.24, 2.6.0).
+
+    Parameters
+    ----------
+    devices : list
+        The run's ``NetDevice`` objects (a message is queued on one of them).
+    cost : dict
+        Seconds per kernel function (``icmp_send`` and the output path).
+
+    Attributes
+    ----------
+    counters : dict
+        The icmp MIB's ``Out*``/``In*`` counters this model keeps.
+    limited : int
+        Messages the rate limits suppressed (``RateLimited``).
+    xrlim : dict
+        ``xrlim_allow``'s token bucket per peer.
+    errlim : dict
+        ``ip_error``'s bucket per cached unreachable entry (per flow without
+        a cache).
+    redir : dict
+        Redirect state per source address when there is no route cache.
+
+    Simplification: ``xrlim_allow`` is keyed by the offending packet's
+    source address (the kernel keys it by the output route to it, which is
+    one per source for the router's own output).
+    """
+
+    def __init__(self, devices: list, cost: dict) -> None:
+        self.devices = devices
+        self.counters = dict.fromkeys(("OutMsgs", "OutTimeExcds", "OutDestUnreachs",
+                                       "OutRedirects", "OutEchoReps", "InEchos"), 0)
+        self.limited = 0
+        self.xrlim: dict = {}
+        self.errlim: dict = {}
+        self.redir: dict = {}
+        self.send_cost = icmp_send_cost(cost)
+
+    @cython.locals(now=cython.double, ok=cython.bint)
+    def xrlim_allow(self, saddr, now: float) -> bool:
+        """May an error go to ``saddr`` now?  (see :func:`xrlim_allow`)"""
+        ok = xrlim_allow(self.xrlim, saddr, now)
+        self.limited += not ok
+        return ok
+
+    @cython.locals(now=cython.double, ok=cython.bint)
+    def ip_error_allow(self, key, now: float) -> bool:
+        """``ip_error``'s own limit for ``key`` (see :func:`ip_error_allow`)."""
+        ok = ip_error_allow(self.errlim, key, now)
+        self.limited += not ok
+        return ok
+
+    @cython.locals(typ=cython.long, dev=cython.long, now=cython.double,
+                   wire=cython.double, limited=cython.bint, dep=cython.double)
+    def icmp_send(self, typ: int, dev: int, now: float, wire: float, saddr: int,
+                  limited: bool = True) -> float:
+        """Originate an ICMP message of type ``typ`` about a packet from
+        ``saddr`` and queue it on ``dev`` at ``now`` (``wire`` seconds on the
+        link); return its departure time, NaN if the rate limit (errors with
+        ``limited`` set) or a full qdisc stopped it.  Echo replies and
+        redirects are never limited here (redirects have their own spacing,
+        :func:`redirect_allow`; frag-needed is exempt: ``limited=False``)."""
+        c = self.counters
+        if typ == _TIME_EXCEEDED or typ == _DEST_UNREACH:
+            if limited and not self.xrlim_allow(saddr, now):
+                return _NAN
+            if typ == _TIME_EXCEEDED:
+                c["OutTimeExcds"] += 1
+            else:
+                c["OutDestUnreachs"] += 1
+        elif typ == _ECHOREPLY:
+            c["InEchos"] += 1
+            c["OutEchoReps"] += 1
+        elif typ == _REDIRECT:
+            c["OutRedirects"] += 1
+        c["OutMsgs"] += 1
+        dep = self.devices[dev].dev_queue_xmit(now, wire, None, None, 0)
+        if dep == dep:
+            self.devices[dev].tx_packets += 1
+        return dep

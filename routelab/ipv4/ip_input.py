@@ -1,19 +1,30 @@
-"""IP receive: header checks and martian classification (array stages).
+"""IP receive: header checks and martian classification, and local delivery.
 
 Kernel: net/ipv4/ip_input.c ip_rcv, ip_rcv_finish, ip_local_deliver;
 net/ipv4/route.c ip_route_input_slow martian checks (2.4.22, 2.6.11).
 
-These stages do not depend on any cache or queue state, so they run on the
-whole trace at once; the per-packet loop applies their verdicts.
+The header checks and the martian classification do not depend on any
+cache or queue state, so they run on the whole trace at once; the run
+applies their verdicts.  :func:`ip_local_deliver` is the per-packet stage
+for packets addressed to the router itself.
 """
 
 from __future__ import annotations
 
+import cython
 import numpy as np
 
-from ..core.skbuff import PacketTrace
+from ..core.dropreason import OUTCOMES
+from ..core.skbuff import KIND, PacketTrace
+from .icmp import ICMP_ECHOREPLY
 
-__all__ = ["ip_rcv", "martian_class", "MARTIAN_SRC", "MARTIAN_DST"]
+__all__ = ["ip_rcv", "martian_class", "ip_local_deliver", "MARTIAN_SRC", "MARTIAN_DST",
+           "IPPROTO_ICMP"]
+
+IPPROTO_ICMP = 1
+# (C constants when compiled)
+_O_LOCAL, _IPPROTO_ICMP, _PING_REQUEST_K, _ECHOREPLY = (OUTCOMES["local"], IPPROTO_ICMP,
+                                                        KIND["ping_request"], ICMP_ECHOREPLY)
 
 MARTIAN_SRC, MARTIAN_DST = 1, 2
 
@@ -57,3 +68,27 @@ def martian_class(saddr, daddr) -> np.ndarray:
     out[bad_dst] = MARTIAN_DST
     out[bad_src] = MARTIAN_SRC
     return out
+
+
+@cython.locals(j=cython.Py_ssize_t, d=cython.long, now=cython.double, dep=cython.double,
+               proto=cython.long)
+def ip_local_deliver(stack, pk, j: int, d: int, now: float) -> int:
+    """Packet ``j`` of ``pk`` (arrived on device ``d``) is for the router itself.
+
+    Kernel: net/ipv4/ip_input.c ip_local_deliver, ip_local_deliver_finish:
+    the packet is handed to its protocol.  ICMP echo requests are answered
+    by the router's own ``icmp_rcv`` -> ``icmp_echo`` (the reply leaves by
+    ``d``; the ping log notes it); a packet of a protocol a local host was
+    registered for (``stack.local_hosts``) goes to that host.  Every local
+    packet counts in ``InDelivers``.  ``stack`` is the run.
+    """
+    stack.ledger.drop(j, _O_LOCAL)
+    proto = pk.proto[j]
+    if proto == _IPPROTO_ICMP and pk.kind[j] == _PING_REQUEST_K:
+        dep = stack.icmp.icmp_send(_ECHOREPLY, d, now, pk.iwire[j], pk.saddr[j], True)
+        pk.t_depart[j] = dep
+        stack.pings.answered(pk.tag[j], pk.t[j], dep)
+    host = stack.local_hosts.get(proto)
+    if host is not None:
+        host.deliver(j, now)
+    return 0

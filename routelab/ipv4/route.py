@@ -10,9 +10,10 @@ whenever the dst entry count exceeds ``gc_thresh``; when the GC fails with
 the count still at ``max_size`` the allocation is refused and the packet
 dropped ("dst cache overflow").
 
-The hit path itself (the chain walk of ``ip_route_input``) is inlined in the
-per-packet loop of :mod:`routelab.router` for speed; it uses this object's
-``table``, ``stat`` and cost fields and is documented there.
+:meth:`RouteCache.ip_route_input` is what the run calls for every packet:
+the hash-chain walk (a hit takes a reference for the packet), else the slow
+path.  :func:`ip_rt_send_redirect` and :func:`ip_error` are route.c's ICMP
+decisions, which the run calls for redirected and unroutable packets.
 
 Simplifications
 ---------------
@@ -31,13 +32,17 @@ from __future__ import annotations
 import cython
 import numpy as np
 
+from ..core.dev import flush_tx
 from ..core.dropreason import OUTCOMES
 from ..core.dst import DESTROYED, GARBAGE, HASHED, DstEntry, DstFamily, DstOps
 from ..core.rcu import Rcu
 from ..errors import KnobError
 from ..kernels import KernelProfile
+from ..sim.clock import Clock
+from ..sim.columns import Packets, vec
 from ..sim.ledger import NO_DROP, Ledger
 from .fib import RTN
+from .icmp import ICMP_DEST_UNREACH, ICMP_REDIRECT, Icmp, RedirectState, redirect_allow
 
 _RTN_LOCAL = RTN["local"]
 _RTN_BROADCAST = RTN["broadcast"]
@@ -49,7 +54,7 @@ _O_DST_OVERFLOW = OUTCOMES["drop_dst_overflow"]
 _NO_DROP = NO_DROP
 
 __all__ = ["RouteCache", "gc_scan_cost", "rt_hash_size", "rt_hash_jhash", "rt_hash_fold",
-           "STAT_FIELDS"]
+           "STAT_FIELDS", "ip_rt_send_redirect", "ip_error"]
 
 # /proc/net/rt_cache_stat columns, in kernel order.
 STAT_FIELDS = ("entries", "in_hit", "in_slow_tot", "in_slow_mc", "in_no_route", "in_brd",
@@ -142,6 +147,68 @@ def gc_scan_cost(cost: dict, buckets: int, entries: int) -> float:
     return buckets * cost["gc_bucket"] + entries * cost["gc_entry"]
 
 
+def _chain_find(chain: list, key: int, ik: int) -> int:
+    """``ip_route_input``'s chain walk: the position of the entry for flow
+    (``key``, ``ik``) in its hash chain, or -1.  (Compiled, the same walk runs
+    on borrowed pointers: ``_chain_find_c`` in route.pxd; ``tests/ipv4``
+    checks that both find the same.)"""
+    k = 0
+    for x in chain:
+        if x.key == key and x.ik == ik:
+            return k
+        k += 1
+    return -1
+
+
+def chain_find(chain: list, key: int, ik: int) -> int:
+    """The chain walk :meth:`RouteCache.ip_route_input` runs: compiled, the
+    borrowed-pointer walk of route.pxd (``_chain_find_c``), else
+    :func:`_chain_find`.  (For tests: they must agree on every chain.)"""
+    if cython.compiled:
+        return _chain_find_c(chain, key, ik)  # noqa: F821 (route.pxd)
+    return _chain_find(chain, key, ik)
+
+
+@cython.locals(d=cython.long, now=cython.double, iwire=cython.double, saddr=cython.longlong)
+def ip_rt_send_redirect(icmp: Icmp, sysctl: dict, d: int, now: float, e, iwire: float,
+                        saddr: int) -> float:
+    """Maybe send an ICMP redirect for a packet leaving by its input device ``d``.
+
+    Kernel: net/ipv4/route.c ip_rt_send_redirect (2.4.22, 2.6.11): per
+    route entry, at most ``redirect_number`` redirects spaced by
+    ``redirect_load << n``, then silence until ``redirect_silence`` passes
+    with no offending packet.  Simplification: every packet that leaves
+    by its input device qualifies (the kernel also wants the source
+    on-link and redirects enabled on the device); without a route cache
+    (2.0) the state is kept per source address ``saddr``.  ``iwire`` is the
+    redirect's wire time on ``d``.  Returns the CPU time.
+    """
+    if e is not None:
+        state = e
+    else:
+        state = icmp.redir.setdefault(saddr, RedirectState())
+    if redirect_allow(state, now, sysctl):
+        icmp.icmp_send(ICMP_REDIRECT, d, now, iwire, saddr)
+        return icmp.send_cost
+    return 0.0
+
+
+@cython.locals(rtype=cython.long, d=cython.long, now=cython.double, iwire=cython.double)
+def ip_error(icmp: Icmp, e, rtype: int, key, d: int, now: float, iwire: float,
+             saddr) -> int:
+    """A packet the FIB could not route: maybe an ICMP error back.
+
+    Kernel: net/ipv4/route.c ip_error: an unreachable route answers host
+    unreachable, a prohibited one "administratively prohibited"; blackholes
+    discard silently.  Its own token bucket per cached error entry (per
+    flow ``key`` without a cache), then ``icmp_send``'s limiter.
+    """
+    if rtype == _RTN_UNREACHABLE or rtype == _RTN_PROHIBIT:
+        if icmp.ip_error_allow(("dst", e.uid) if e is not None else ("flow", key), now):
+            icmp.icmp_send(ICMP_DEST_UNREACH, d, now, iwire, saddr)
+    return 0
+
+
 class RouteCache(DstFamily):
     """The route cache of one run, with its GC state visible as attributes.
 
@@ -163,6 +230,10 @@ class RouteCache(DstFamily):
     ledger : Ledger, optional
         Where the miss path leaves its seconds and drop reasons (shared with
         the run; a new one if not given).
+    clock : Clock, optional
+        The run's clock: the dst GC, ``rt_check_expire`` and
+        ``rt_secret_rebuild`` timers are registered on it, in that order (a
+        private clock if not given).
 
     Attributes
     ----------
@@ -171,6 +242,12 @@ class RouteCache(DstFamily):
         jiffies, as in the kernel).
     check_rover : int
         ``rt_check_expire``'s saved bucket.
+    check_timer, secret_timer : Timer
+        The ``rt_check_expire`` and ``rt_secret_rebuild`` timers
+        (``check_expire_at``, ``secret_at``: their deadlines).
+    on_rekey : callable(now) or None
+        Told when ``rt_secret_rebuild`` has drawn a new hash key (the run
+        re-hashes the packets still to come).
     stat : list[list[int]]
         Per-CPU ``rt_cache_stat`` counters (column 0 is filled on read).
     hash_rnd : int
@@ -179,7 +256,7 @@ class RouteCache(DstFamily):
 
     def __init__(self, kernel: KernelProfile, buckets: int, sysctl: dict, ncpus: int,
                  cost: dict, rcu_maxbatch: int, rng: np.random.Generator,
-                 ledger: Ledger | None = None) -> None:
+                 ledger: Ledger | None = None, clock: Clock | None = None) -> None:
         self.kernel = kernel
         self.hz = kernel.hz
         self.buckets = buckets
@@ -198,7 +275,8 @@ class RouteCache(DstFamily):
         self.ncpus = ncpus
         self.stat = [[0] * 17 for _ in range(ncpus)]
         self.ledger = ledger if ledger is not None else Ledger()
-        self.dst = DstOps(sysctl["gc_thresh"], self, cost, self.ledger)
+        self.clock = clock if clock is not None else Clock()
+        self.dst = DstOps(sysctl["gc_thresh"], self, cost, self.ledger, self.clock)
         self.rcu = Rcu(kernel.rcu, ncpus, rcu_maxbatch, self.dst, cost)
         # rt_garbage_collect statics
         self.expire = int(round(self.gc_timeout * self.hz))
@@ -210,8 +288,18 @@ class RouteCache(DstFamily):
         first = self.gc_interval
         if kernel.check_expire_random:
             first += float(rng.random()) * self.gc_interval
-        self.check_expire_at = first
-        self.secret_at = self.secret_interval if self.secret_interval > 0 else float("inf")
+        self.check_timer = self.clock.timer("rt_check_expire", self.rt_check_expire)
+        self.check_timer.mod(first)
+        self.secret_timer = self.clock.timer("rt_secret_rebuild", self.rt_secret_rebuild)
+        if self.secret_interval > 0:
+            self.secret_timer.mod(self.secret_interval)
+        self.on_rekey = None
+        # the hit path's per-CPU counts (added to rt_cache_stat by finish_stats)
+        self.hsearch = vec("q", [0] * ncpus)    # chain entries stepped over
+        self.misses = vec("q", [0] * ncpus)     # slow-path calls
+        self.devices = []     # the run's NetDevices (TX completions before the slow path)
+        self._c_kfree = cost["kfree_skb"]
+        self._slot_slow = self.ledger.slot("route_slow")
         self.flushes = 0
         self.hashed = 0             # entries currently in the table
         self.gc_log: list[tuple] = []  # (time, cpu, outcome, buckets, entries_visited, freed)
@@ -288,6 +376,71 @@ class RouteCache(DstFamily):
         if e.state == HASHED:
             self.hashed -= 1
         return self._c_rt_free + self.rcu.call_rcu(cpu, e, now)
+
+    # -- the hit path -----------------------------------------------------------
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.initializedcheck(False)
+    @cython.locals(j=cython.Py_ssize_t, now=cython.double, cpu=cython.long, e=DstEntry,
+                   steps=cython.Py_ssize_t, chain=list, key=cython.ulonglong, ik=cython.long,
+                   hh=cython.long, ts=cython.double, lg=Ledger)
+    def ip_route_input(self, pk: Packets, j: int, now: float, cpu: int) -> DstEntry | None:
+        """Route packet ``j`` of ``pk`` at ``now`` on ``cpu``: the cached entry,
+        with a reference taken for the packet, or the slow path's.
+
+        Kernel: net/ipv4/route.c ip_route_input: walk the hash chain of the
+        packet's bucket for its (daddr, saddr, iif, tos); a hit updates
+        ``lastuse`` and the use count.  A miss runs
+        :meth:`ip_route_input_slow` (after the TX completions due by now:
+        the slow path reads reference counts).  Adds the walk and the slow
+        path to ``ledger.svc``; a refused packet (``None``, ``ledger.why``
+        its outcome) is dropped: its outcome written, its path cost taken
+        back (it is only freed).
+        """
+        lg = self.ledger
+        key = pk.key[j]
+        ik = pk.ik[j]
+        hh = pk.h[j]
+        chain = self.table[hh]
+        if cython.compiled:
+            _chain_prefetch(self.table, cython.address(pk.h[j]), pk.n0 - j)  # noqa: F821
+            steps = _chain_find_c(chain, key, ik)  # noqa: F821 (route.pxd)
+        else:
+            steps = _chain_find(chain, key, ik)
+        e = None
+        if steps >= 0:
+            e = cython.cast(DstEntry, chain[steps])
+        else:
+            steps = len(chain)
+        if steps:
+            self.hsearch[cpu] += steps
+            lg.svc += steps * self._c_step
+        if e is not None:
+            # (in_hit: lookups minus misses, counted at the end)
+            e.lastuse = now
+            e.use += 1
+            e.refcnt += 1
+            lg.why = _NO_DROP
+            return e
+        self.misses[cpu] += 1
+        flush_tx(self.devices, now)
+        e = self.ip_route_input_slow(now, cpu, key, ik, hh, pk.rtype[j], pk.oif[j], pk.gw[j],
+                                     pk.nrules[j], pk.martian[j])
+        ts = lg.t
+        lg.svc += ts
+        lg.charge(self._slot_slow, ts)
+        if e is None:
+            lg.drop(j, lg.why)
+            # the packet's cost assumed a completed path; a refused packet is freed
+            lg.svc += self._c_kfree - pk.path_cost[j]
+        return e
+
+    def finish_stats(self, lookups: list) -> None:
+        """End of a run: ``in_hit`` (lookups minus slow-path calls) and
+        ``in_hlist_search`` into the per-CPU ``rt_cache_stat`` rows."""
+        for cc, row in enumerate(self.stat):
+            row[S_IN_HIT] += lookups[cc] - self.misses[cc]
+            row[S_IN_HLIST_SEARCH] += self.hsearch[cc]
 
     # -- slow path ------------------------------------------------------------
     # Each step returns its main result (the entry, or the seconds) and leaves
@@ -573,7 +726,7 @@ class RouteCache(DstFamily):
             if len(keep) != len(chain):
                 self.table[k] = keep
         self.check_rover = k
-        self.check_expire_at = now + self.gc_interval
+        self.check_timer.mod(now + self.gc_interval)
         return t + n * c["gc_bucket"] + visited_e * c["gc_entry"]
 
     def rt_run_flush(self, now: float, cpu: int = 0) -> float:
@@ -595,8 +748,21 @@ class RouteCache(DstFamily):
 
     def rt_secret_rebuild(self, now: float) -> float:
         """``secret_interval`` timer: flush the cache with a new key."""
-        self.secret_at = now + self.secret_interval
-        return self.rt_run_flush(now)
+        self.secret_timer.mod(now + self.secret_interval)
+        t = self.rt_run_flush(now)
+        if self.on_rekey is not None:
+            self.on_rekey(now)
+        return t
+
+    @property
+    def check_expire_at(self) -> float:
+        """When ``rt_check_expire`` runs next."""
+        return self.check_timer.at
+
+    @property
+    def secret_at(self) -> float:
+        """When ``rt_secret_rebuild`` runs next (``inf``: never)."""
+        return self.secret_timer.at
 
     # -- views ------------------------------------------------------------------
     def stat_rows(self) -> list[list[int]]:

@@ -384,7 +384,7 @@ def sweep_figure(sw: Sweep):
 
 def gc_pass_seconds(res: Result) -> list[float]:
     """CPU seconds of each GC pass that really ran (entry cost plus the walk, without frees)."""
-    cost = res.router.costs.fn
+    cost = res.config.costs.fn
     return [cost["rt_garbage_collect"] + gc_scan_cost(cost, b, e)
             for (_t, _cpu, _what, b, e, _freed) in res.extra.get("gc_log", [])]
 
@@ -430,7 +430,7 @@ def trials_table(rows: list[tuple[str, dict]]) -> str:
 def dst_gc_work(res: Result) -> dict:
     """What ``dst_run_gc`` did in a run: runs, garbage-list entries examined, CPU seconds."""
     log = res.extra.get("dst_gc_log", [])
-    c = res.router.costs.fn
+    c = res.config.costs.fn
     walked = sum(w for _, w, _ in log)
     return {"runs": len(log), "walked": walked,
             "cpu_s": sum(c["dst_run_gc"] + w * c["dst_gc_entry"] for _, w, _ in log),

@@ -100,7 +100,7 @@ def reported_netstat_i() -> str:
 def model_vs_report(res: Result) -> str:
     """The calibration figures side by side: per port and per CPU, model vs report."""
     s = res.summary()
-    ncpu = max(1, res.router.ncpus)
+    ncpu = max(1, res.config.ncpus)
     ports = 2
     rows = [
         ("RX-OK per input port", s["rx_ok"] / ports, REPORT["rx_ok"]),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.skbuff import PacketTrace, ip_to_int
+from ..hosts.echo import EchoHost, Pinger
 from ..ipv4.fib import Fib, Route
 from ..result import Result
 from ..router import Device, Router
@@ -63,8 +64,9 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
                       Route("0.0.0.0/0", oif=1, gateway=UPSTREAM)],
               local_addrs=[ROUTER_IN, ROUTER_OUT])
     far = values["far_end_ms"] / 1e3
+    # the pinging host behind eth0, the pinged one (its far end) behind eth1
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
-                    seed=seed, reflect={1: far})
+                    seed=seed, hosts={0: Pinger(), 1: EchoHost(far)})
     inside = addr_block(INSIDE_NET, values["hosts"]) + np.uint32(1)
     outside = addr_block(OUTSIDE_NET, values["remote_hosts"]) + np.uint32(1)
     bg = background(rng, pps=values["background_pps"], duration=values["duration"],

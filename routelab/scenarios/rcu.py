@@ -15,7 +15,7 @@ against ``max_size`` until a grace period ends, and under a softirq flood
 grace periods stretch -- the ``kernel`` knob selects which events are
 quiescent states (vanilla 2.6.0, the earlier rcu-softirq patch, call_rcu_bh;
 2.4.24 frees at once).  How the CPU is shared between softirq work, the user
-task and ksoftirqd is modelled in ``routelab.router._Run._softirq_boundary``.
+task and ksoftirqd is modelled in ``routelab.core.softirq.Cpu.do_softirq``.
 
 Long runs are generated and simulated in windows of ``WINDOW_S`` seconds, so a
 50 s flood (28 M offered packets) runs in bounded memory; pass ``progress``
@@ -137,5 +137,5 @@ def run(seed: int = 1, progress=None, **knobs) -> Result:
     res.extra["knobs"] = fill_derived(values, router)
     res.extra["seed"] = int(seed)
     res.extra["rtt_offset_s"] = 2 * (46 + 38) * 8 / router.devices[0].speed
-    res.extra["summary_extra"] = (_port_summary,)
+    res.extra["scenario_summary"] = _port_summary(res)
     return res

@@ -5,14 +5,15 @@ cimport cython
 
 @cython.final
 cdef class Ledger:
-    cdef public double t
+    cdef public double t, svc
     cdef public long why
     cdef public bint ok
     cdef public bytearray outcome
+    cdef public long born
     cdef list _names
     cdef object _acc
     cdef double[:] acc
 
     cpdef long slot(self, str name) except -1
-    cpdef void charge(self, long k, double seconds)
-    cpdef void drop(self, Py_ssize_t j, long reason)
+    cpdef int charge(self, long k, double seconds) except -1
+    cpdef int drop(self, Py_ssize_t j, long reason) except -1

@@ -43,15 +43,23 @@ class Ledger:
         Outcome code of the drop the last stage decided, or ``NO_DROP``.
     ok : bool
         Whether the last stage call succeeded (e.g. a GC pass made room).
+    svc : float
+        CPU seconds of the packet being served, so far: the stages of its
+        service add to it in the order they run.
     outcome : bytearray or None
         The current window's per-packet outcome column (set by the run).
+    born : int
+        Packets born (injected by a host) since the run last looked: the
+        dispatcher then picks its next packet afresh.
     """
 
     def __init__(self) -> None:
         self.t = 0.0
+        self.svc = 0.0
         self.why = NO_DROP
         self.ok = True
         self.outcome = None
+        self.born = 0
         self._names: list[str] = []
         self._acc = array("d")
         self.acc = self._acc
@@ -71,9 +79,10 @@ class Ledger:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def charge(self, k: int, seconds: float) -> None:
+    def charge(self, k: int, seconds: float) -> int:
         """Add ``seconds`` to slot ``k`` (see :meth:`slot`)."""
         self.acc[k] += seconds
+        return 0
 
     def charged(self, name: str) -> float:
         """Seconds charged so far as ``name`` (0 if never charged)."""
@@ -86,6 +95,7 @@ class Ledger:
         return {name: self._acc[i] for i, name in enumerate(self._names)}
 
     # -- outcomes ---------------------------------------------------------------
-    def drop(self, j: int, reason: int) -> None:
+    def drop(self, j: int, reason: int) -> int:
         """Packet ``j`` ends with outcome ``reason`` (its code)."""
         self.outcome[j] = reason
+        return 0

@@ -633,3 +633,23 @@ def test_public_entry_points_refuse_a_cpu_or_bucket_out_of_range():
         c.rt_garbage_collect(NOW, -1)
     e = c.ip_route_input_slow(NOW, 1, 1, 0, 63, U, 0, 0, 1, 0)
     assert c.ledger.why == NO_DROP and e is not None and c.stat[1][2] == 1   # in_slow_tot on CPU 1
+
+
+# --- the chain walk: compiled and interpreted agree ----------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=12),
+       st.integers(0, 6), st.integers(0, 4))
+def test_the_compiled_chain_walk_finds_what_the_python_walk_finds(entries, key, ik):
+    from routelab.ipv4.route import _chain_find, chain_find
+
+    chain = []
+    for k, (kk, ii) in enumerate(entries):
+        e = DstEntry(k, NOW)
+        e.key, e.ik = kk, ii
+        chain.append(e)
+    got = chain_find(chain, key, ik)
+    assert got == _chain_find(chain, key, ik)
+    want = next((i for i, e in enumerate(chain) if e.key == key and e.ik == ik), -1)
+    assert got == want          # the first match in chain order, or -1

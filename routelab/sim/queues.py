@@ -8,8 +8,11 @@ Three containers the loop touches for nearly every packet:
     its head, to append, and to drop the starts that have passed.
 ``TxQueue``
     A device's qdisc plus TX ring: for every frame queued, when it leaves
-    the wire and the dst it holds (or ``None``).  Retiring a frame is the
-    driver's TX completion: ``kfree_skb`` -> ``dst_release``.
+    the wire, the dst it holds (or ``None``) and its owner (or ``None``).
+    Retiring a frame is the driver's TX completion: ``kfree_skb`` ->
+    ``dst_release``, and for a frame a socket owns, the owner's
+    ``tx_complete(tag, t)`` (``sock_wfree``: the socket's send buffer gets
+    the frame's memory back).
 ``IntervalLog``
     A CPU's softirq busy intervals (start, duration), merged when one
     starts exactly where the last ended; ``Result`` turns them into CPU
@@ -28,7 +31,7 @@ from array import array
 import cython
 import numpy as np
 
-from .dst import DstEntry
+from ..core.dst import DstEntry
 
 _MIN_CAP = 16
 
@@ -85,11 +88,12 @@ class TimeQueue(_Ring):
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def push(self, x: float) -> None:
+    def push(self, x: float) -> int:
         if self.n > self.mask:
             self._grow()
         self.v[(self.head + self.n) & self.mask] = x
         self.n += 1
+        return 0
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -108,29 +112,41 @@ class TimeQueue(_Ring):
 
 
 class TxQueue(_Ring):
-    """FIFO of (departure time, dst or None): a device's queued frames."""
+    """FIFO of (departure time, dst or None, owner or None, tag): a device's
+    queued frames."""
 
     def __init__(self, cap: int = _MIN_CAP) -> None:
         _Ring.__init__(self, cap)
         self.dst = [None] * (self.mask + 1)
+        self.owner = [None] * (self.mask + 1)
+        self.tag = [0] * (self.mask + 1)
+        self.owned = 0                 # frames queued with an owner
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def push(self, dep: float, e) -> None:
+    def push(self, dep: float, e, owner, tag: int) -> int:
+        """Queue a frame leaving the wire at ``dep`` holding ``e``; ``owner``
+        (with ``tag``) is told when it completes (see :meth:`retire`)."""
         if self.n > self.mask:
             self._grow()
         i = (self.head + self.n) & self.mask
         self.v[i] = dep
         self.dst[i] = e
+        if owner is not None:
+            self.owner[i] = owner
+            self.tag[i] = tag
+            self.owned += 1
         self.n += 1
+        return 0
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
     @cython.locals(h=cython.Py_ssize_t, m=cython.Py_ssize_t, n=cython.Py_ssize_t,
-                   x=DstEntry)
+                   x=DstEntry, dep=cython.double)
     def retire(self, now: float) -> int:
         """TX completion of every frame that left the wire by ``now``: release
-        its dst.  Return the number of frames still queued."""
+        its dst, tell its owner (as of the frame's own departure time).
+        Return the number of frames still queued."""
         h = self.head
         m = self.mask
         n = self.n
@@ -139,11 +155,29 @@ class TxQueue(_Ring):
             if x is not None:
                 self.dst[h] = None
                 x.refcnt -= 1
+            if self.owned:
+                o = self.owner[h]
+                if o is not None:
+                    self.owner[h] = None
+                    self.owned -= 1
+                    dep = self.v[h]
+                    self.head = (h + 1) & m      # (consistent if the owner looks)
+                    self.n = n - 1
+                    o.tx_complete(self.tag[h], dep)
             h = (h + 1) & m
             n -= 1
         self.head = h
         self.n = n
         return n
+
+    def next_owned(self) -> float:
+        """When the first queued frame with an owner leaves (``inf`` if none)."""
+        if self.owned:
+            for i in range(self.n):
+                k = (self.head + i) & self.mask
+                if self.owner[k] is not None:
+                    return self.v[k]
+        return float("inf")
 
     def drain(self) -> None:
         """Complete every queued frame (the end of the run)."""
@@ -154,9 +188,17 @@ class TxQueue(_Ring):
         return [self.dst[(self.head + i) & self.mask] for i in range(self.n)]
 
     def _grow(self) -> None:
-        dsts = self.dsts()
+        size = self.mask + 1
+        order = [(self.head + i) & self.mask for i in range(self.n)]
+        dsts = [self.dst[k] for k in order]
+        owners = [self.owner[k] for k in order]
+        tags = [self.tag[k] for k in order]
         _Ring._grow(self)
-        self.dst = dsts + [None] * (self.mask + 1 - len(dsts))
+        extra = self.mask + 1 - len(order)
+        self.dst = dsts + [None] * extra
+        self.owner = owners + [None] * extra
+        self.tag = tags + [0] * extra
+        assert self.mask + 1 == 2 * size
 
 
 class IntervalLog:
@@ -178,7 +220,7 @@ class IntervalLog:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def add(self, start: float, dur: float, end: float) -> None:
+    def add(self, start: float, dur: float, end: float) -> int:
         """Busy from ``start`` for ``dur`` seconds, until ``end`` (the caller's
         own ``start + dur``: kept as given, so the next interval is merged
         exactly when it starts where the caller's clock says this one ended)."""
@@ -191,6 +233,7 @@ class IntervalLog:
             self.d[self.n] = dur
             self.n += 1
         self.last_end = end
+        return 0
 
     def _grow(self) -> None:
         c = 2 * self.cap

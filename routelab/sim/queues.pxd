@@ -15,16 +15,17 @@ cdef class _Ring:
 
 @cython.final
 cdef class TimeQueue(_Ring):
-    cpdef void push(self, double x)
+    cpdef int push(self, double x) except -1
     cpdef Py_ssize_t retire(self, double t)
 
 
 @cython.final
 cdef class TxQueue(_Ring):
-    cdef public list dst
+    cdef public list dst, owner, tag
+    cdef public Py_ssize_t owned
 
-    cpdef void push(self, double dep, object e)
-    cpdef Py_ssize_t retire(self, double now)
+    cpdef int push(self, double dep, object e, object owner, long long tag) except -1
+    cpdef Py_ssize_t retire(self, double now) except -1
 
 
 @cython.final
@@ -34,4 +35,4 @@ cdef class IntervalLog:
     cdef public Py_ssize_t cap, n
     cdef public double last_end
 
-    cpdef void add(self, double start, double dur, double end)
+    cpdef int add(self, double start, double dur, double end) except -1

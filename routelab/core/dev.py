@@ -1,0 +1,286 @@
+"""Network devices: receive admission, the per-CPU backlog, transmit.
+
+Kernel: net/core/dev.c (netif_rx, the softnet_data backlog and its
+throttle, dev_queue_xmit), include/linux/netdevice.h, the drivers' RX rings
+(e1000, e100), net/sched/sch_generic.c (pfifo_fast) (2.4.24, 2.6.0).
+
+Three pieces:
+
+:class:`Device`
+    The configuration of one interface (name, NIC profile, CPU, MTU,
+    queue lengths), as a scenario writes it.
+:class:`NetDevice`
+    Its state during a run: the RX ring (NAPI drivers: the NIC fills
+    descriptors, and frames that find none wait in the NIC's FIFO or are
+    missed), the qdisc and TX ring, the link, and an attached host (the
+    machine beyond the wire, which sees what the router transmits).
+:class:`SoftnetData`
+    A CPU's ``softnet_data``: the ``netif_rx`` backlog that non-NAPI drivers
+    (2.4's e100) feed from their interrupt handler, with its throttle.
+
+Kinds of device, by the NIC profile's ``kind``: ``"ether"`` (a NIC and its
+wire), ``"pair"`` (one end of a veth/etun pair: no wire, no ring, no TX
+queue -- a frame handed to it is at once the peer's, and its skb is freed
+on the spot) and ``"dummy"``.
+
+Simplifications: a packet occupies its RX queue from arrival until its
+service starts (the queue holds service starts; starts that have passed are
+retired lazily, only when the exact occupancy matters); TX completions are
+applied lazily too, except for frames a host owns (they are completed on
+time by a timer, so that the owner learns when its memory comes back); a
+packet's fragments leave back to back as one unit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import cython
+
+from ..errors import KnobError
+from ..hardware import NicProfile, nic_profile
+from ..sim.ledger import Ledger
+from ..sim.queues import TimeQueue, TxQueue
+
+__all__ = ["Device", "NetDevice", "SoftnetData", "flush_tx"]
+
+NAN = math.nan
+
+
+@dataclass
+class Device:
+    """One network interface of the router (its configuration).
+
+    Parameters
+    ----------
+    name : str                 e.g. "eth0"
+    nic : str                  NIC profile name (routelab.hardware.NICS)
+    cpu : int                  CPU that handles its receive softirq work
+    mtu : int                  bytes
+    txqueuelen : int or None   qdisc length (default: sysctl txqueuelen)
+    speed_bps : float or None  overrides the NIC's wire speed
+    rx_ring : int or None      overrides the NIC's RX descriptors
+    napi_weight : int or None  overrides the NIC's NAPI poll weight
+    """
+
+    name: str
+    nic: str = "e100"
+    cpu: int = 0
+    mtu: int = 1500
+    txqueuelen: int | None = None
+    speed_bps: float | None = None
+    rx_ring: int | None = None
+    napi_weight: int | None = None
+    profile: NicProfile = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.profile = nic_profile(self.nic)
+        if not (68 <= self.mtu <= 65535):
+            raise KnobError("mtu", self.mtu, "an integer in [68, 65535] bytes")
+
+    @property
+    def speed(self) -> float:
+        return self.profile.speed_bps if self.speed_bps is None else self.speed_bps
+
+    @property
+    def ring(self) -> int:
+        return self.profile.rx_ring if self.rx_ring is None else self.rx_ring
+
+    @property
+    def weight(self) -> int:
+        """NAPI poll weight (dev->weight): packets per dev->poll call."""
+        return self.profile.weight if self.napi_weight is None else self.napi_weight
+
+    @property
+    def pair(self) -> bool:
+        """One end of a veth/etun pair (no wire, no rings)."""
+        return self.profile.kind == "pair"
+
+
+class SoftnetData:
+    """One CPU's ``softnet_data``: the ``netif_rx`` backlog and its counters.
+
+    Kernel: net/core/dev.c softnet_data, netif_rx (2.4.24, 2.6.0).
+
+    Attributes
+    ----------
+    backlog : TimeQueue      service starts of the packets in the backlog
+    backlog_max : int        ``netdev_max_backlog``
+    throttle : bool          the queue overflowed and has not drained yet
+    dropped, throttled, time_squeeze : int
+        ``/proc/net/softnet_stat``'s columns.
+    """
+
+    def __init__(self, cpu: int, backlog_max: int) -> None:
+        self.cpu = cpu
+        self.backlog_max = backlog_max
+        self.backlog = TimeQueue(backlog_max + 2)
+        self.throttle = False
+        self.dropped = 0
+        self.throttled = 0
+        self.time_squeeze = 0
+
+    @cython.locals(ql=cython.Py_ssize_t, q=TimeQueue)
+    def netif_rx(self, t: float) -> bool:
+        """May a frame the driver received at ``t`` join the backlog?
+
+        Kernel: net/core/dev.c netif_rx: at most ``netdev_max_backlog`` + 1
+        packets wait; an overflow sets the throttle, and while it is set
+        every frame is dropped until the queue has drained to empty.
+        Refused frames count in ``dropped``.
+        """
+        q = self.backlog
+        if q.n > self.backlog_max or self.throttle:
+            # possibly full: retire the packets whose service has begun
+            ql = q.retire(t)
+            if ql > self.backlog_max or (ql and self.throttle):
+                if ql > self.backlog_max and not self.throttle:
+                    self.throttle = True
+                    self.throttled += 1
+                self.dropped += 1
+                return False
+            if ql == 0:
+                self.throttle = False
+        return True
+
+
+class NetDevice:
+    """One interface during a run (see the module docstring).
+
+    Parameters
+    ----------
+    index : int
+    dev : Device
+    napi : bool              the driver polls (and the kernel has NAPI)
+    softnet : SoftnetData    its CPU's backlog (used when not NAPI)
+    txcap : int              TX ring + qdisc length, frames
+    ledger : Ledger
+
+    Attributes
+    ----------
+    rxq : TimeQueue          the RX ring (NAPI) or the CPU's backlog
+    full_until, full_slots   a NAPI ring and the FIFO behind it are full until
+                             ``full_until`` for frames needing no more than
+                             ``full_slots`` FIFO slots (every such frame is
+                             missed without further work)
+    txq : TxQueue            the qdisc + TX ring: departures, dsts, owners
+    link_free : float        when the wire is free
+    host : object or None    the host beyond the wire (see routelab.hosts)
+    host_mask : int          bit k set: the host sees transmitted packets of kind k
+    rnbc, qdisc_drops, tx_packets : int   counters
+    """
+
+    def __init__(self, index: int, dev: Device, napi: bool, softnet: SoftnetData,
+                 txcap: int, ledger: Ledger) -> None:
+        self.index = index
+        self.name = dev.name
+        self.cpu = dev.cpu
+        self.napi = bool(napi)
+        self.pair = dev.pair
+        self.ring = dev.ring
+        # net_rx_action looks at its time limit between dev->poll calls: every
+        # ``weight`` packets of a NAPI device (every packet of the backlog, as the
+        # 2.4 loop does)
+        self.weight = dev.weight if self.napi else 1
+        self.softnet = softnet
+        self.rxq = TimeQueue(self.ring + 2) if self.napi else softnet.backlog
+        self.full_until = -math.inf
+        self.full_slots = 0
+        self.rnbc = 0
+        self.txq = TxQueue(txcap)
+        self.txcap = txcap
+        self.link_free = 0.0
+        self.qdisc_drops = 0
+        self.tx_packets = 0
+        self.host = None
+        self.host_mask = 0
+        self.ledger = ledger
+        self.txc_timer = None
+
+    # -- receive -------------------------------------------------------------------
+    @cython.locals(ql=cython.Py_ssize_t, q=TimeQueue)
+    def nic_rx(self, t: float, fifo: int) -> int:
+        """Admission of a frame arriving at ``t`` that needs ``fifo`` FIFO slots.
+
+        Kernel: the NAPI drivers' RX rings (e1000: a free descriptor, else
+        the frame waits in the on-chip FIFO -- RNBC, reported as rx_dropped --
+        else it is missed: MPC, rx_missed/rx_fifo); without NAPI the
+        interrupt handler hands every frame to ``netif_rx``
+        (:meth:`SoftnetData.netif_rx`).
+
+        Returns 1 (admitted), 0 (missed by the NIC) or -1 (dropped by
+        ``netif_rx``: the hard interrupt still ran).
+        """
+        if not self.napi:
+            return 1 if self.softnet.netif_rx(t) else -1
+        q = self.rxq
+        if q.n >= self.ring:
+            ql = q.retire(t)
+            if ql >= self.ring:
+                if ql >= self.ring + fifo:
+                    # no descriptor and the NIC FIFO is full: missed (counted per
+                    # device at the end of the window)
+                    self.full_until = q.first()
+                    self.full_slots = fifo
+                    return 0
+                # no free descriptor: the frame waits in the NIC FIFO
+                self.rnbc += 1
+        return 1
+
+    # -- transmit ------------------------------------------------------------------
+    @cython.locals(q=TxQueue, lf=cython.double, dep=cython.double)
+    def dev_queue_xmit(self, now: float, wire: float, e, owner, tag: int) -> float:
+        """Queue a frame (``wire`` seconds on the link) at ``now``; return when
+        its last bit leaves, or NaN if the qdisc was full (``qdisc_drops``).
+
+        Kernel: net/core/dev.c dev_queue_xmit, pfifo_fast, the driver's TX
+        ring.  The frame holds ``e`` (its dst) until TX completion; ``owner``
+        (a host's socket, with ``tag``) is told then.  A pair device has no
+        queue: the frame is the peer's at once, its dst dropped and its owner
+        told on the spot.
+        """
+        if self.pair:
+            if e is not None:
+                e.refcnt -= 1
+            if owner is not None:
+                owner.tx_complete(tag, now)
+            return now
+        q = self.txq
+        if q.n < self.txcap or q.retire(now) < self.txcap:
+            lf = self.link_free
+            dep = (lf if lf > now else now) + wire
+            self.link_free = dep
+            q.push(dep, e, owner, tag)
+            if owner is not None:
+                self._owned_pushed(dep)
+            return dep
+        self.qdisc_drops += 1
+        return NAN
+
+    def _owned_pushed(self, dep: float) -> None:
+        # frames a host owns are completed on time (see the module docstring)
+        t = self.txc_timer
+        if t is not None and not (t.pending() and t.at <= dep):
+            t.mod(dep)
+
+    def tx_complete_timer(self, now: float) -> float:
+        """The timer that completes owned frames on time: retire up to ``now``."""
+        self.txq.retire(now)
+        nxt = self.txq.next_owned()
+        if nxt < math.inf:
+            self.txc_timer.mod(nxt)
+        return 0.0
+
+
+@cython.locals(d=NetDevice, q=TxQueue)
+def flush_tx(devices: list, now: float) -> int:
+    """TX completions up to ``now`` on every device: free the skbs, release
+    their dsts.  Reference counts are only *read* by the slow path, the GCs
+    and the RCU callbacks, so completions are applied just before those run
+    rather than after every packet (same result, less work)."""
+    for d in devices:
+        q = d.txq
+        if q.n and q.first() <= now:
+            q.retire(now)
+    return 0

@@ -1,0 +1,49 @@
+# C types for softirq.py when it is compiled (see setup.py, routelab/accel.py):
+# each CPU is a C class whose softirq bookkeeping the dispatcher calls directly.
+cimport cython
+from routelab.core.dev cimport SoftnetData
+from routelab.core.rcu cimport Rcu
+from routelab.sim.clock cimport Timer
+from routelab.sim.ledger cimport Ledger
+from routelab.sim.queues cimport IntervalLog
+
+cdef long _MAX_RESTART
+cdef double _USER_SLICE, _KSD_SLICE, _TX_IRQ_DELAY
+
+cpdef double next_tick(double x, long hz)
+
+
+@cython.final
+cdef class Cpu:
+    cdef public long num, hz, budget, pass_n, restarts
+    cdef public double jiffy, rr, busy, pass_t0, user_left, ks_left, acct_t0
+    cdef public double ksoftirqd_s, ksoftirqd_since
+    cdef public bint user, use_rcu, qs_handler, qs_loop, rcu_wake, in_ksoftirqd
+    cdef public Rcu rcu
+    cdef public SoftnetData softnet
+    cdef public list devices
+    cdef public Ledger ledger
+    cdef public long slot_rcu
+    cdef public IntervalLog ivlog
+    cdef public long long ctxsw, ksoftirqd_wakeups, user_ticks, slivers, user_expired
+    cdef public long long ksoftirqd_expired
+
+    cpdef double net_rx_action(self, double t, long weight, double cost) except? -1.0
+    cpdef double cpu_was_free(self, double b, double t) except? -1.0
+    cpdef double do_softirq(self, double start) except? -1.0
+    cpdef int ksoftirqd_runs(self, double t) except -1
+    cpdef int ksoftirqd_stops(self, double t) except -1
+    cpdef int charge(self, double due, double w) except -1
+    cpdef int served(self, double start, double svc, double fin) except -1
+
+
+@cython.final
+cdef class TimerTick:
+    cdef public Timer timer
+    cdef public list cpus, devices
+    cdef public Rcu rcu
+    cdef public Ledger ledger
+    cdef public long hz, slot_rcu
+    cdef public bint user
+
+    cpdef double fire(self, double due) except? -1.0

@@ -1,0 +1,71 @@
+"""Endpoints that react: the machines around the router, and its own sockets.
+
+A host takes part in a run through four seams (see ``docs/design.md``):
+
+``deliver(j, t)``
+    Packet ``j`` reaches the host at ``t``: for a host *beyond a device*,
+    when the router has put its last bit on that device's wire (only for
+    the packet kinds the host asked for, :attr:`Host.kinds`); for a *local*
+    host, when ``ip_local_deliver`` hands it over (by IP protocol).
+``tx_complete(tag, t)``
+    A frame the host owns (queued with ``owner=host``) has left the wire:
+    the skb is freed (``sock_wfree``: a socket's send buffer gets its memory
+    back).
+timers
+    ``run.clock.timer(name, fire)`` and ``Timer.mod(at)``.
+``run.inject(fields, t)``
+    A packet born in the run reaches the router at ``t`` (on device
+    ``fields["iif"]``); ``run.header(j)`` gives any packet's header fields.
+
+A host is given to the router with ``Router(hosts={device: host})``
+(beyond a device) or ``Router(local_hosts={protocol: host})``; each run
+calls :meth:`Host.start` first, so a host starts every run afresh.
+"""
+
+from __future__ import annotations
+
+from ..core.skbuff import KIND
+
+__all__ = ["Host", "kind_mask"]
+
+
+def kind_mask(kinds) -> int:
+    """Bit mask of packet kinds (``KIND`` names or codes)."""
+    m = 0
+    for k in kinds:
+        m |= 1 << (KIND[k] if isinstance(k, str) else int(k))
+    return m
+
+
+class Host:
+    """Base class of every host (see the module docstring).
+
+    Attributes
+    ----------
+    kinds : tuple
+        Packet kinds (``KIND`` names) a host beyond a device wants to see.
+    run : object
+        The run it takes part in (set by :meth:`start`).
+    dev : int
+        The device it is attached beyond (-1 for a local host).
+    """
+
+    kinds: tuple = ()
+
+    def __init__(self) -> None:
+        self.run = None
+        self.dev = -1
+
+    def start(self, run, dev: int) -> None:
+        """A run begins: reset the per-run state; ``dev`` is where the host sits."""
+        self.run = run
+        self.dev = dev
+
+    def deliver(self, j: int, t: float) -> None:
+        """Packet ``j`` reaches the host at ``t``."""
+
+    def tx_complete(self, tag: int, t: float) -> None:
+        """A frame the host owns (``tag``) left the wire at ``t``."""
+
+    def finish(self, t: float) -> None:
+        """The run ends at ``t``."""

@@ -1,0 +1,147 @@
+"""The array stages: everything about a packet that does not depend on state.
+
+Kernel: net/ipv4/ip_input.c ip_rcv (header checks), route.c (martian
+classes; the hash bucket), fib_*.c fib_lookup (the FIB is static during a
+run), ip_forward.c (TTL, ``skb_cow``, DF), ip_output.c (fragmentation), and
+the costs of each of them (2.4.22, 2.4.24, 2.6.0).
+
+Before the per-packet stages run, :func:`prepare` computes these verdicts and
+costs for a whole window of packets at once with numpy, and
+:func:`classify` collapses them into one class and one state-independent
+cost per packet (the composition of :data:`routelab.costs.COMPOSITION`).
+The run (:mod:`routelab.router`) then applies them packet by packet, adding
+what depends on state: queues, the route cache, timers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import costs as _costs
+from .core.skbuff import PacketTrace
+from .ipv4 import ip_forward as _ipf
+from .ipv4 import ip_input as _ipin
+from .ipv4 import ip_output as _ipout
+from .ipv4.fib import RTN
+from .ipv4.icmp import icmp_error_len
+
+__all__ = ["prepare", "classify", "column_data", "C_FWD", "C_HDR", "C_MARTIAN", "C_TTL",
+           "C_FRAGNEED", "C_LOCAL", "C_NOROUTE", "C_REDIR", "LL_RESERVED"]
+
+# packet classes after the array stages
+C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_REDIR = range(8)
+LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
+
+
+def prepare(r, cache, tr: PacketTrace) -> dict:
+    """The stateless stages over the arrays of ``tr`` for router ``r`` (whose
+    route cache, or ``None``, gives the hash key); returns named columns."""
+    c = r.costs.fn
+    devs = r.devices
+    napi = np.array([d.profile.napi and r.kernel.napi for d in devs])
+    pair = np.array([d.pair for d in devs])
+    dev_cpu = np.array([d.cpu for d in devs], dtype=np.int64)
+    mtu = np.array([d.mtu for d in devs], dtype=np.int64)
+    speed = np.array([d.speed for d in devs], dtype=np.float64)
+    iif = tr.iif.astype(np.int64)
+    p = {"iif": iif, "saddr": tr.saddr}
+    p["cpu"] = dev_cpu[iif]
+    p["napi"] = napi[iif]
+    # receive cost: NAPI poll share, or hard IRQ + netif_rx backlog (2.4); a
+    # pair device has no interrupt (the sender's xmit calls netif_rx)
+    rx = np.where(p["napi"], _costs.composed(c, "receive_napi"),
+                  _costs.composed(c, "receive_irq"))
+    if pair.any():
+        rx = np.where(pair[iif], c["netif_rx"] + c["netif_receive_skb"] + c["ip_rcv"], rx)
+    hdr_drop = _ipin.ip_rcv(tr)
+    p["pre_drop"] = hdr_drop
+    p["rx_cost"] = rx
+    # routing decision (static FIB), martians
+    rtype, oif, gw, nrules = r.fib.fib_lookup(tr.daddr, tr.saddr, tr.tos, tr.iif)
+    if not r.kernel.route_cache:
+        nrules = np.zeros_like(nrules)  # 2.0 has no policy rules
+    p["rtype"], p["oif"], p["gw"], p["nrules"] = rtype, oif, gw, nrules
+    p["martian"] = _ipin.martian_class(tr.saddr, tr.daddr)
+    # forward-path decisions and their cost
+    fw = _ipf.ip_forward_plan(tr, oif, mtu, c, r.costs.copy_s_per_byte, LL_RESERVED)
+    p.update(fw)
+    oif_c = np.maximum(oif, 0).astype(np.intp)   # (a plain gather index)
+    # (a TX-done interrupt per frame unless the driver polls; a pair device has none)
+    out = _ipout.ip_output_plan(tr.length, oif, mtu, tr.df, c, r.costs.copy_s_per_byte,
+                                (napi | pair)[oif_c])
+    p.update(out)
+    ser = np.where(speed > 0, 8.0 / np.where(speed > 0, speed, 1.0), 0.0)
+    p["wire_s"] = out["wire_bytes"] * ser[oif_c]
+    # what the router sends back on the input device: an echo reply as long
+    # as the request, or an ICMP error quoting the offending packet
+    reply_len = np.where(rtype == RTN["local"], tr.length, icmp_error_len(tr.length))
+    p["icmp_wire_s"] = _costs.wire_bytes(reply_len) * ser[iif]
+    p["local_cost"] = _costs.composed(c, "local")
+    fifo = np.array([d.profile.rx_fifo_bytes for d in devs])[iif]
+    p["fifo_slots"] = fifo // _costs.wire_bytes(tr.length)
+    if cache is not None:
+        p["h"] = cache.rt_hash(tr.daddr, tr.saddr, tr.iif, tr.tos)
+        p["route_hit_cost"] = _costs.composed(c, "route_hit")
+    else:
+        p["h"] = np.zeros(len(tr), dtype=np.int64)
+        p["route_hit_cost"] = c["fib_lookup"] + nrules * c["fib_rule"]
+    # key = daddr << 32 | saddr, ik = iif << 8 | tos (in place: no temporaries)
+    key = tr.daddr.astype(np.uint64)
+    key <<= np.uint64(32)
+    np.bitwise_or(key, tr.saddr, out=key, casting="safe")
+    p["key"] = key
+    ik = iif << 8
+    np.bitwise_or(ik, tr.tos, out=ik, casting="safe")
+    p["ik"] = ik
+    return p
+
+
+def classify(r, p: dict) -> None:
+    """Collapse the array-stage verdicts into one class and one cost per packet."""
+    c = r.costs.fn
+    n = p["rtype"].shape[0]
+    cls = np.full(n, C_FWD, dtype=np.int8)
+    rt = p["rtype"]
+    unicast = rt == RTN["unicast"]
+    cls[unicast & (p["fwd_verdict"] == _ipf.FWD_TTL)] = C_TTL
+    cls[unicast & (p["fwd_verdict"] == _ipf.FWD_FRAG_NEEDED)] = C_FRAGNEED
+    cls[rt == RTN["local"]] = C_LOCAL
+    cls[~unicast & (rt != RTN["local"])] = C_NOROUTE
+    cls[p["martian"] != 0] = C_MARTIAN
+    cls[p["pre_drop"] != 0] = C_HDR
+    icmp = _costs.composed(c, "icmp_send")
+    # the path's cost by class: forwarded (most packets) everywhere, then the
+    # others by index -- ICMP errors: ip_forward + icmp_send; local delivery;
+    # no route: freed, plus icmp_send for an unreachable route; martian and
+    # bad header: freed
+    path = p["fwd_cost"] + p["out_cost"]
+    odd = np.flatnonzero(cls != C_FWD)
+    if odd.size:
+        oc = cls[odd]
+        v = np.full(odd.size, c["kfree_skb"])
+        err = (oc == C_TTL) | (oc == C_FRAGNEED)
+        v[err] = p["fwd_cost"][odd[err]] + icmp
+        v[oc == C_LOCAL] = p["local_cost"]
+        v[(oc == C_NOROUTE) & (rt[odd] == RTN["unreachable"])] = c["kfree_skb"] + icmp
+        path[odd] = v
+    # leaving by the interface it came in on: ip_forward may send a redirect
+    cls[(cls == C_FWD) & (p["oif"] == p["iif"])] = C_REDIR
+    p["cls"] = cls
+    p["path_cost"] = path
+    # everything a packet costs that does not depend on state: receive, route
+    # lookup (not reached by a bad header) and path
+    routed = p["route_hit_cost"] + path
+    hdr = np.flatnonzero(cls == C_HDR)
+    routed[hdr] = path[hdr]
+    p["cost"] = p["rx_cost"] + routed
+
+
+def column_data(tr: PacketTrace, p: dict) -> dict:
+    """The per-packet columns of :class:`~routelab.sim.columns.Packets`, from a
+    trace and its array stages."""
+    return {"t": tr.t, "dev": tr.iif, "key": p["key"], "ik": p["ik"], "h": p["h"],
+            "cls": p["cls"], "cost": p["cost"], "oif": p["oif"], "nfrag": p["nfrag"],
+            "wire": p["wire_s"], "fifo": p["fifo_slots"], "rtype": p["rtype"], "gw": p["gw"],
+            "nrules": p["nrules"], "martian": p["martian"], "saddr": tr.saddr,
+            "iwire": p["icmp_wire_s"], "path_cost": p["path_cost"], "kind": tr.kind,
+            "tag": tr.tag, "proto": tr.proto}

@@ -1,0 +1,15 @@
+# C types for columns.py when it is compiled (see setup.py, routelab/accel.py):
+# the stages read packet columns through these typed views.
+cimport cython
+
+
+@cython.final
+cdef class Packets:
+    cdef public Py_ssize_t n0, cap
+    cdef public bytearray outcome
+    cdef public dict cols
+    cdef long _initial
+    cdef public double[:] t, cost, wire, iwire, path_cost, t_start, t_depart
+    cdef public long long[:] dev, ik, h, cls, oif, nfrag, fifo
+    cdef public long long[:] rtype, gw, nrules, martian, saddr, kind, tag, proto
+    cdef public unsigned long long[:] key
