@@ -96,7 +96,7 @@ def _fragments(journey) -> dict:
             "room": room, "per": per, "ratio": payload / per, "tail": tail}
 
 
-_Q00 = [
+_Q00 = (
     Question(
         "00-packet-journey", "busier-router", "rtt_prediction_ms",
         "a number: the median ping RTT with 2,000 background packets per second, in ms",
@@ -125,7 +125,7 @@ _Q00 = [
                     "to answer (the scenario's far_end_ms). A CPU five times faster only "
                     "shortens the two passes through the router.",
         solution="xeon_rtt_prediction_ms = 0.35   # the wires and the far end stay the same"),
-]
+)
 
 
 # -- notebook 01: worm scans thrash the route cache ----------------------------------------
@@ -204,7 +204,7 @@ def _duron_hosts() -> dict:
     return {"expected": needed, "busy3": busy3}
 
 
-_Q01 = [
+_Q01 = (
     Question(
         "01-worm-cache-thrash", "worm-misses", "extra_misses_per_s",
         "a number: the extra route-cache misses per second one infected PC causes",
@@ -266,7 +266,7 @@ _Q01 = [
         explanation="the model needs {expected} hosts. The Duron is about five times faster, so "
                     "it takes about five times the worms; then it fails exactly like the K6.",
         solution="duron_hosts = 16   # three hosts take ~20 % of the Duron; saturating needs ~5x"),
-]
+)
 
 
 # -- notebook 02: RCU grace periods under a softirq flood ----------------------------------
@@ -326,7 +326,7 @@ def _max_gp(run) -> dict:
             "share": hashed / max_size}
 
 
-_Q02 = [
+_Q02 = (
     Question(
         "02-rcu-softirq-latency", "full-load", "full_load",
         "one of the three answers, as its letter or its text",
@@ -387,7 +387,7 @@ _Q02 = [
                     "still in the hash (up to {elasticity} per bucket, about {hashed:,.0f} at "
                     "the peak) take {share:.0%} of the room.",
         solution="max_gp_ms = 32768 / 56_600 * 1e3   # max_size / new entries per second"),
-]
+)
 
 
 def _registry(*groups) -> Mapping[tuple[str, str], Question]:

@@ -80,11 +80,11 @@ def test_wrong_answer_gets_hint_and_collapsed_explanation():
     assert fb.message.startswith("✗ Not quite: you said 9 ms, which is too high; the model "
                                  "gives 4 ms")
     assert fb.hint == "think about the secret hint"
-    assert fb.explanation == "because 123.456 explains it"
+    assert fb.explanation == "Because 123.456 explains it"   # capitalised
     page = fb.html()
-    assert re.search(r"<details><summary>[^<]*</summary><p>because 123.456 explains it</p>"
+    assert re.search(r"<details><summary>[^<]*</summary><p>Because 123.456 explains it</p>"
                      r"</details>", page)
-    assert "Hint:" in fb.text() and "Why: because" in fb.text()
+    assert "Hint:" in fb.text() and "Why: Because" in fb.text()
 
 
 def test_right_answer_gets_explanation_but_no_hint():
