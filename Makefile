@@ -1,5 +1,5 @@
 # Thin wrappers over scripts/ (which also work without make).
-.PHONY: help env build lab test bench clean distclean
+.PHONY: help env build lab test student bench clean distclean
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,6 +10,7 @@ help:
 	@echo "make lab        JupyterLab on notebooks/ (creates .venv on first use)"
 	@echo "make build      recompile the per-packet modules after editing them (setup.py)"
 	@echo "make test       all tests: unit, browser, binder env, nbval  (scripts/test.sh)"
+	@echo "make student    student/ copies (answers stubbed) and solutions/ answer keys"
 	@echo "make bench      run benchmarks/*.py"
 	@echo "make clean      remove caches, build files and screenshots (keeps .venv)"
 	@echo "make distclean  clean + remove .venv"
@@ -27,6 +28,9 @@ lab:
 test:
 	bash scripts/test.sh $(PYTEST_ARGS)
 
+student: env
+	$(PY) scripts/student.py
+
 bench: env
 	@set -e; found=0; for f in benchmarks/*.py; do \
 	  [ -e "$$f" ] || continue; found=1; \
@@ -34,7 +38,7 @@ bench: env
 	done; [ $$found = 1 ] || echo "no benchmarks/*.py yet"
 
 clean:
-	rm -rf screenshots .pytest_cache .hypothesis build dist *.egg-info .ci-state
+	rm -rf screenshots student solutions .pytest_cache .hypothesis build dist *.egg-info .ci-state
 	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -print0 | xargs -0 -r rm -rf
 
 distclean: clean

@@ -99,8 +99,8 @@ rm -f "$STAMP"
 say "installing requirements.txt into $VENV ..."
 pip_quiet install -q -r requirements.txt || die "pip install -r requirements.txt failed"
 # A C compiler and Python's headers let pip compile the per-packet loop (setup.py,
-# about a minute); without them routelab installs as pure Python (same results,
-# about twice as slow).  As root with apt, fetch what is missing.
+# about a minute); without them routelab installs as pure Python (same results;
+# notebooks 01 and 02 several times slower, see README.md).  As root with apt, fetch what is missing.
 has_headers() { "$VENV/bin/python" -c 'import os, sysconfig, sys
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; }
 if [[ -z "${ROUTELAB_PURE:-}" ]] && { ! command -v cc >/dev/null 2>&1 || ! has_headers; }; then

@@ -2,8 +2,9 @@
 # Run every check the project has, the same way locally and in CI:
 #   1. scripts/setup-env.sh           (.venv, pinned requirements, routelab -e)
 #   2. Debian chromium for the browser tests (apt-get, only when root and missing)
-#   3. python -m pytest tests         (unit + property + browser + binder tests)
-#   4. python -m pytest --nbval notebooks/   (stored notebook outputs still hold)
+#   3. python scripts/student.py      (student/ and solutions/, as `make student`)
+#   4. python -m pytest tests         (unit + property + browser + binder + hand-out tests)
+#   5. python -m pytest --nbval notebooks/   (stored notebook outputs still hold)
 # Extra arguments are passed to both pytest runs, e.g.  bash scripts/test.sh -x -q
 # Exit status is non-zero if any stage fails.  The last line is a count summary.
 set -uo pipefail
@@ -56,6 +57,15 @@ if [[ ! -x "$CHROMIUM" ]]; then
         echo "[test.sh]       (unless ROUTELAB_REQUIRE_BROWSER=1, then they fail). Install: sudo apt-get install chromium"
     fi
 fi
+
+# --- student copies and answer keys (make student) ---------------------------------
+# Generated, not committed: every run writes student/ and solutions/ afresh, so CI
+# leaves them behind as its hand-out artefacts.  tests/notebook/test_handout.py then
+# runs each student copy up to its first stub and each answer key through its checks.
+say "writing student/ and solutions/ (scripts/student.py)"
+rc_student=0
+"$PY" scripts/student.py >/dev/null || rc_student=$?
+[[ $rc_student == 0 ]] || echo "[test.sh] FAILED: scripts/student.py (exit $rc_student)"
 
 REPORTS="$(mktemp -d /tmp/routelab-test-reports.XXXXXX)"
 binder_pid=""
@@ -133,9 +143,9 @@ PYEOF
 [[ -n "$counts" ]] || counts="0 passed, 0 failed"
 
 overall=0
-[[ $rc_unit == 0 && $rc_nbval == 0 ]] || overall=1
+[[ $rc_unit == 0 && $rc_nbval == 0 && $rc_student == 0 ]] || overall=1
 # pytest exit 5 in stage 1 means "no tests ran" -- that is a failure, not a pass.
-say "unit/browser/binder tests: $(status $rc_unit); notebooks (nbval): $(status $rc_nbval)$nbval_note"
+say "student/solutions: $(status $rc_student); unit/browser/binder tests: $(status $rc_unit); notebooks (nbval): $(status $rc_nbval)$nbval_note"
 if [[ $overall == 0 ]]; then
     echo "[test.sh] ALL CHECKS PASSED in $((SECONDS - START)) s"
 else

@@ -203,7 +203,10 @@ for k, path in enumerate(sys.argv[1:]):
     nb = nbformat.read(path, as_version=4)
     if k:
         # later notebooks: their setup cell only (all the imports they need)
-        first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+        first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
+        if first is None:   # no code (the course map): nothing to run
+            print(f"ok {path} (no code cells)")
+            continue
         nb.cells = nb.cells[: first + 1]
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": os.path.dirname(path)}})

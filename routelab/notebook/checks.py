@@ -1,34 +1,106 @@
 """Answer checks for "predict, then run" questions.
 
-A student writes a prediction into a variable; a check prints ✓ or ✗ with
-the model's answer and an explanation.  Checks never raise: an answer of
-the wrong type (text where a number was asked, a typo in a choice, ``None``)
-gets a message saying what was expected.
+A notebook asks its questions through :func:`checker`::
 
-Each ``check_*`` prints its feedback and returns nothing (so a notebook cell
-shows no ``Out[]`` echo); the ``*_feedback`` functions return ``(ok, text)``
-for tests and for other tools.
+    check = checker("00-packet-journey")                 # once, in the setup cell
+    check("busier-router", rtt_prediction_ms, run=res2)   # in a check cell
+
+The question (expected answer, tolerance, hint, explanation) is looked up
+in :mod:`routelab.notebook.answers`; the cell holds none of it.  Until the
+answer variable holds something (it starts as ``None`` or ``...``) the check
+only says "write your prediction first" -- no model value, no hint, no
+explanation, and the model is not even consulted.  After an answer it shows
+✓ or ✗, the model's value, the hint (wrong answers only) and the
+explanation, the latter collapsed in an HTML ``<details>``.
+
+Checks never raise on a student's answer: text where a number was asked, a
+typo in a choice or a list get a message saying what was expected.  The
+output is a ``text/html`` bundle with a ``text/plain`` fallback (what nbval
+compares); :func:`ask` returns the :class:`Feedback` itself for tests and
+other tools.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import numbers
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-__all__ = ["check_choice", "check_number", "choice_feedback", "number_feedback"]
+from .answers import Question, for_notebook, question
+
+__all__ = ["Feedback", "ask", "checker", "choice_feedback", "feedback", "number_feedback"]
 
 RIGHT, WRONG, TODO = "✓", "✗", "…"
 
 
+@dataclass(frozen=True)
+class Feedback:
+    """What a check shows.
+
+    ``status`` is ``"missing"`` (no answer yet), ``"invalid"`` (an answer of
+    the wrong kind), ``"right"`` or ``"wrong"``.  ``hint`` and
+    ``explanation`` are empty unless an answer of the right kind was given.
+    """
+
+    status: str
+    message: str
+    hint: str = ""
+    explanation: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "right"
+
+    def text(self) -> str:
+        """Plain text: the message, then "Hint:" and "Why:" lines."""
+        lines = [self.message]
+        if self.hint:
+            lines.append(f"  Hint: {self.hint}")
+        if self.explanation:
+            lines.append(f"  Why: {self.explanation}")
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        """HTML: the message, the hint, and the explanation in a collapsed ``<details>``."""
+        parts = [f'<div class="routelab-check routelab-check-{self.status}">',
+                 f"<p>{_inline(self.message)}</p>"]
+        if self.hint:
+            parts.append(f"<p><b>Hint:</b> {_inline(self.hint)}</p>")
+        if self.explanation:
+            parts.append("<details><summary>Why? (the explanation)</summary>"
+                         f"<p>{_inline(self.explanation)}</p></details>")
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/plain": self.text(), "text/html": self.html()}
+
+
+def _inline(text: str) -> str:
+    """Escape for HTML; `code` becomes <code>code</code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def _fmt(x: float) -> str:
+    """A number as people write it: 4 significant digits, thousands separators."""
     if isinstance(x, numbers.Integral):
         return f"{int(x):,}"
-    return f"{x:,.6g}" if abs(x) < 1e6 else f"{x:,.0f}"
+    x = float(x)
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    digits = max(0, 3 - int(math.floor(math.log10(abs(x)))))
+    return f"{round(x, digits):,.{digits}f}".rstrip("0").rstrip(".") if digits else f"{x:,.0f}"
 
 
 def _with_unit(x, unit: str) -> str:
     return f"{_fmt(x)} {unit}".strip()
+
+
+def _missing(answer) -> bool:
+    return answer is None or answer is Ellipsis
 
 
 def _as_number(answer):
@@ -50,96 +122,144 @@ def _as_number(answer):
     return None, f"{type(answer).__name__} {answer!r}"
 
 
-def number_feedback(answer, expected: float, tol: float = 0.0, unit: str = "", *,
-                    rel: float | None = None, hint: str = "", explanation: str = "",
-                    name: str = "your answer") -> tuple[bool, str]:
-    """``(ok, feedback)`` for a numeric prediction.
-
-    ``answer`` is right when ``|answer - expected| <= max(tol, rel * |expected|)``.
-    A number written as text ("3", "0.4 ms") is accepted.
-    """
-    allowed = max(tol, (rel or 0.0) * abs(expected))
-    if answer is None or answer is Ellipsis:
-        return False, (f"{TODO} No prediction yet: set {name} to a number "
-                       f"(in {unit}) and run this cell again." if unit else
-                       f"{TODO} No prediction yet: set {name} to a number and run this cell again.")
+def _number(answer, expected: float, tol: float, unit: str, rel: float | None,
+            name: str, prompt: str) -> tuple[str, str]:
+    """``(status, message)`` for a numeric answer."""
+    if _missing(answer):
+        return "missing", _todo(name, prompt or (f"a number (in {unit})" if unit else "a number"))
     v, why = _as_number(answer)
     if v is None:
-        return False, (f"{WRONG} Expected a number{f' in {unit}' if unit else ''} for {name}, "
-                       f"got {why}. Write it like 0.5 (no quotes needed).")
+        return "invalid", (f"{WRONG} Expected a number{f' in {unit}' if unit else ''} for {name}, "
+                           f"got {why}. Write it like 0.5 (no quotes needed).")
+    allowed = max(tol, (rel or 0.0) * abs(expected))
     shown = _with_unit(answer if isinstance(answer, numbers.Real) else v, unit)
     right = _with_unit(expected, unit)
-    within = f" (anything within ±{_with_unit(allowed, unit)} counts)" if allowed else ""
-    if abs(v - expected) <= allowed + 1e-12 * max(1.0, abs(expected)):
-        text = f"{RIGHT} Right: you said {shown}; the model gives {right}{within}."
-        ok = True
+    if rel and allowed > tol:
+        within = f" (anything within ±{rel:.0%}, i.e. ±{_with_unit(allowed, unit)}, counts)"
+    elif allowed:
+        within = f" (anything within ±{_with_unit(allowed, unit)} counts)"
     else:
-        direction = "high" if v > expected else "low"
-        text = (f"{WRONG} Not quite: you said {shown}, which is too {direction}; "
-                f"the model gives {right}{within}.")
-        ok = False
-    return ok, _with_notes(text, ok, hint, explanation)
+        within = ""
+    if abs(v - expected) <= allowed + 1e-12 * max(1.0, abs(expected)):
+        return "right", f"{RIGHT} Right: you said {shown}; the model gives {right}{within}."
+    direction = "high" if v > expected else "low"
+    return "wrong", (f"{WRONG} Not quite: you said {shown}, which is too {direction}; "
+                     f"the model gives {right}{within}.")
 
 
-def check_number(answer, expected: float, tol: float = 0.0, unit: str = "", *,
-                 rel: float | None = None, hint: str = "", explanation: str = "",
-                 name: str = "your answer") -> None:
-    """Print ✓/✗ feedback on a numeric prediction (see :func:`number_feedback`)."""
-    print(number_feedback(answer, expected, tol, unit, rel=rel, hint=hint,
-                          explanation=explanation, name=name)[1])
-
-
-def _with_notes(text: str, ok: bool, hint: str, explanation: str) -> str:
-    """Add the hint (wrong answers only) and the explanation to a feedback line."""
-    if hint and not ok:
-        text += f"\n  Hint: {hint}"
-    if explanation:
-        text += f"\n  Why: {explanation}"
-    return text
+def _todo(name: str, prompt: str) -> str:
+    return f"{TODO} Write your prediction first: set {name} to {prompt}. Then run this cell again."
 
 
 def _norm(x) -> str:
     return " ".join(str(x).lower().split())
 
 
-def choice_feedback(answer, expected: str, choices: Sequence[str], *, hint: str = "",
-                    explanation: str = "", name: str = "your answer") -> tuple[bool, str]:
-    """``(ok, feedback)`` for a multiple-choice prediction.
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
-    ``answer`` may be the choice's text (case and spacing ignored) or its
-    letter ("a", "b", ...) in the order of ``choices``.
-    """
+
+def _listing(choices: Sequence[str]) -> str:
+    return "; ".join(f"{_LETTERS[i]}) {c}" for i, c in enumerate(choices))
+
+
+def _choice(answer, expected: str, choices: Sequence[str], name: str) -> tuple[str, str]:
+    """``(status, message)`` for a multiple-choice answer (text or letter)."""
     choices = list(choices)
     if expected not in choices:
         raise ValueError(f"expected answer {expected!r} is not among the choices")
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    listing = "; ".join(f"{letters[i]}) {c}" for i, c in enumerate(choices))
-    if answer is None or answer is Ellipsis:
-        return False, f"{TODO} No prediction yet: set {name} to one of: {listing}."
+    listing = _listing(choices)
+    if _missing(answer):
+        return "missing", _todo(name, f"one of: {listing}")
     if not isinstance(answer, str):
-        return False, (f"{WRONG} Expected one of the choices as text (or its letter) for "
-                       f"{name}, got {type(answer).__name__} {answer!r}. Choices: {listing}.")
+        return "invalid", (f"{WRONG} Expected one of the choices as text (or its letter) for "
+                           f"{name}, got {type(answer).__name__} {answer!r}. Choices: {listing}.")
     a = _norm(answer).rstrip(")")
     picked = None
-    if len(a) == 1 and a in letters[: len(choices)]:
-        picked = choices[letters.index(a)]
+    if len(a) == 1 and a in _LETTERS[: len(choices)]:
+        picked = choices[_LETTERS.index(a)]
     else:
         for c in choices:
             if _norm(c) == a:
                 picked = c
     if picked is None:
-        return False, (f"{WRONG} {answer!r} is not one of the choices. "
-                       f"Set {name} to one of: {listing}.")
+        return "invalid", (f"{WRONG} {answer!r} is not one of the choices. "
+                           f"Set {name} to one of: {listing}.")
     if picked == expected:
-        text, ok = f"{RIGHT} Right: {picked}.", True
+        return "right", f"{RIGHT} Right: {picked}."
+    return "wrong", f"{WRONG} Not quite: you chose \"{picked}\"; the model says \"{expected}\"."
+
+
+def _notes(status: str, message: str, hint: str, explanation: str) -> Feedback:
+    """Hint on wrong answers only; explanation on any answer of the right kind."""
+    answered = status in ("right", "wrong")
+    return Feedback(status, message, hint if status == "wrong" else "",
+                    explanation if answered else "")
+
+
+def number_feedback(answer, expected: float, tol: float = 0.0, unit: str = "", *,
+                    rel: float | None = None, hint: str = "", explanation: str = "",
+                    name: str = "your answer", prompt: str = "") -> tuple[bool, str]:
+    """``(ok, text)`` for a numeric answer (the building block of :func:`ask`).
+
+    ``answer`` is right when ``|answer - expected| <= max(tol, rel * |expected|)``.
+    A number written as text ("3", "0.4 ms") is accepted.
+    """
+    status, msg = _number(answer, expected, tol, unit, rel, name, prompt)
+    fb = _notes(status, msg, hint, explanation)
+    return fb.ok, fb.text()
+
+
+def choice_feedback(answer, expected: str, choices: Sequence[str], *, hint: str = "",
+                    explanation: str = "", name: str = "your answer") -> tuple[bool, str]:
+    """``(ok, text)`` for a multiple-choice answer (the building block of :func:`ask`).
+
+    ``answer`` may be the choice's text (case and spacing ignored) or its
+    letter ("a", "b", ...) in the order of ``choices``.
+    """
+    status, msg = _choice(answer, expected, choices, name)
+    fb = _notes(status, msg, hint, explanation)
+    return fb.ok, fb.text()
+
+
+def feedback(q: Question, answer, **facts) -> Feedback:
+    """The :class:`Feedback` for ``answer`` to question ``q``, solving it from ``facts``.
+
+    ``q.solve`` runs only when there is an answer, so an unanswered question
+    costs nothing and reveals nothing.
+    """
+    if _missing(answer):
+        prompt = q.prompt if q.kind == "number" else f"one of: {_listing(q.choices)}"
+        return Feedback("missing", _todo(q.variable, prompt))
+    values = q.solve(**facts)
+    expected = values["expected"]
+    if q.kind == "choice":
+        status, msg = _choice(answer, expected, q.choices, q.variable)
     else:
-        text = f"{WRONG} Not quite: you chose \"{picked}\"; the model says \"{expected}\"."
-        ok = False
-    return ok, _with_notes(text, ok, hint, explanation)
+        status, msg = _number(answer, float(expected), q.tol, q.unit, q.rel, q.variable,
+                              q.prompt)
+    why = q.explanation.format_map(values)
+    return _notes(status, msg, q.hint.format_map(values), why[:1].upper() + why[1:])
 
 
-def check_choice(answer, expected: str, choices: Sequence[str], *, hint: str = "",
-                 explanation: str = "", name: str = "your answer") -> None:
-    """Print ✓/✗ feedback on a multiple-choice prediction (see :func:`choice_feedback`)."""
-    print(choice_feedback(answer, expected, choices, hint=hint, explanation=explanation,
-                          name=name)[1])
+def ask(notebook: str, qid: str, answer, **facts) -> Feedback:
+    """The :class:`Feedback` for ``answer`` to question ``qid`` of ``notebook``."""
+    return feedback(question(notebook, qid), answer, **facts)
+
+
+def checker(notebook: str) -> Callable[..., None]:
+    """The ``check`` function of one notebook.
+
+    ``check(qid, answer, **facts)`` displays the feedback on ``answer`` to
+    question ``qid`` (see :mod:`routelab.notebook.answers`); ``facts`` are the
+    model runs the question is solved from.  It returns nothing, so the cell
+    has no ``Out[]`` echo.  An unknown notebook raises ``KeyError`` at once.
+    """
+    for_notebook(notebook)
+
+    def check(qid: str, answer, **facts) -> None:
+        from IPython.display import display
+
+        display(ask(notebook, qid, answer, **facts))
+
+    check.__doc__ = f"Check an answer to one of notebook {notebook}'s questions."
+    return check

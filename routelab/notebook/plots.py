@@ -2,9 +2,10 @@
 
 Figures are plain :class:`matplotlib.figure.Figure` objects on an Agg
 canvas -- no pyplot, so nothing is shown behind the notebook's back and no
-global state changes.  :func:`show` puts one into the notebook as a PNG
-with alt text; an explorer renders the same figure to PNG bytes with
-:func:`png_bytes` after updating its artists in place.
+global state changes.  :func:`show` puts one into the notebook as an ``<img>`` that carries
+its alt text (:func:`img_html`); an explorer renders the same figure to PNG
+bytes with :func:`png_bytes` after updating its artists in place and swaps
+the same kind of ``<img>`` into its output.
 
 Colours are the Okabe-Ito palette (Okabe and Ito, "Color Universal
 Design", 2002), distinguishable with the common colour-vision deficiencies.
@@ -13,6 +14,7 @@ Design", 2002), distinguishable with the common colour-vision deficiencies.
 from __future__ import annotations
 
 import base64
+import html
 import io
 
 import numpy as np
@@ -31,9 +33,11 @@ __all__ = [
     "BlitRenderer",
     "LiveFigure",
     "PingJourneyFigure",
+    "fit_title",
     "new_figure",
     "nice_ceiling",
     "ping_series",
+    "img_html",
     "png_bytes",
     "show",
 ]
@@ -89,6 +93,24 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, title: str = "",
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+def fit_title(text_artist, text: str, width_frac: float = 0.97) -> None:
+    """Set a figure title, breaking it onto two lines if one would be clipped.
+
+    The break goes at the ", " nearest the middle.  The figure must leave
+    room above its top axes for two lines (the live figures do).
+    """
+    text_artist.set_text(text)
+    fig = text_artist.get_figure()
+    if fig is None or ", " not in text:
+        return
+    width = text_artist.get_window_extent(fig.canvas.get_renderer()).width
+    if width <= width_frac * fig.bbox.width:
+        return
+    cuts = [i for i in range(len(text)) if text.startswith(", ", i)]
+    cut = min(cuts, key=lambda i: abs(i - len(text) / 2))
+    text_artist.set_text(text[: cut + 1] + "\n" + text[cut + 2:])
+
+
 def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
     """Render ``fig`` to PNG bytes (Agg)."""
     buf = io.BytesIO()
@@ -96,24 +118,43 @@ def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
     return buf.getvalue()
 
 
-def show(fig: Figure, alt: str, *, dpi: int = 100) -> None:
-    """Display ``fig`` in the notebook as a PNG with alt text.
+def img_html(png: bytes, alt: str, *, width: int | None = None) -> str:
+    """An ``<img>`` element with the PNG embedded (base64 data URI) and its alt text.
 
-    The alt text goes into the output's metadata (``metadata["image/png"]["alt"]``,
-    which nbconvert/nbviewer put on the ``<img>``) and into the plain-text
-    fallback, so a screen reader, a text-only viewer and a diff all get the
-    description.  Nothing is returned, so the cell has no ``Out[]`` echo.
+    This is what a screen reader gets: JupyterLab 4.6 and nbconvert 7.17 both
+    render a ``text/html`` output's ``<img alt>`` as it is, while neither puts
+    the ``alt`` of an ``image/png`` output's metadata on the ``<img>`` they make
+    (JupyterLab leaves it out; nbconvert writes "No description has been
+    provided for this image").  ``width`` is the figure's natural width in
+    CSS pixels; the image never grows past its output area.
+    """
+    if not isinstance(alt, str) or not alt.strip():
+        raise ValueError("a figure needs a non-empty alt text describing it")
+    b64 = base64.b64encode(png).decode("ascii")
+    size = f' width="{int(width)}"' if width else ""
+    return (f'<img alt="{html.escape(alt.strip(), quote=True)}"{size} '
+            f'style="max-width:100%;height:auto" src="data:image/png;base64,{b64}">')
+
+
+def show(fig: Figure, alt: str, *, dpi: int = 100) -> None:
+    """Display ``fig`` in the notebook as an image that carries its alt text.
+
+    The output is ``text/html`` (an ``<img alt=...>`` with the PNG embedded,
+    see :func:`img_html`) with a ``text/plain`` fallback ``"[figure] <alt>"``:
+    a screen reader, a text-only viewer, nbval and a diff all get the
+    description.  There is deliberately no separate ``image/png`` copy: every
+    front end that shows images picks the HTML first, and a second copy would
+    double the notebook's size.  Nothing is returned, so the cell has no
+    ``Out[]`` echo.
     """
     from IPython.display import display
 
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("show() needs a non-empty alt text describing the figure")
-    data = png_bytes(fig, dpi=dpi)
-    w, h = fig.get_size_inches() * dpi
-    bundle = {"image/png": base64.b64encode(data).decode("ascii"),
-              "text/plain": f"[figure] {alt}"}
-    meta = {"image/png": {"alt": alt, "width": round(float(w)), "height": round(float(h))}}
-    display(bundle, raw=True, metadata=meta)
+    width = round(float(fig.get_size_inches()[0] * dpi))
+    bundle = {"text/html": img_html(png_bytes(fig, dpi=dpi), alt, width=width),
+              "text/plain": f"[figure] {alt.strip()}"}
+    display(bundle, raw=True)
 
 
 # -- notebook 00: ping latency and one packet's journey -------------------------------

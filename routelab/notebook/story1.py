@@ -24,6 +24,7 @@ from .plots import (
     OKABE_ITO,
     BlitRenderer,
     LiveFigure,
+    fit_title,
     new_figure,
     nice_ceiling,
     ping_series,
@@ -81,7 +82,7 @@ class WormFigure(LiveFigure):
 
     def __init__(self, duration: float = 10.0, size: tuple[float, float] = (8.6, 6.4)) -> None:
         fig, axes = new_figure(3, 1, size=size, layout=None, sharex=True,
-                               gridspec_kw=dict(left=0.09, right=0.74, bottom=0.08, top=0.90,
+                               gridspec_kw=dict(left=0.09, right=0.74, bottom=0.08, top=0.865,
                                                 hspace=0.32))
         self.fig = fig
         self.ax_rtt, self.ax_c, self.ax_cpu = axes
@@ -169,7 +170,8 @@ class WormFigure(LiveFigure):
                                              np.concatenate([lo, hi[::-1]])])])
         for a in (self.ax_rtt, self.ax_c, self.ax_cpu):
             a.set_xlim(0, res.duration)
-        self.title.set_text(conditions or worm_conditions(res.extra["knobs"]))
+        # long conditions (a shaped uplink) take two lines rather than being clipped
+        fit_title(self.title, conditions or worm_conditions(res.extra["knobs"]))
         self._alt = _alt_text(res, sent, rtt, soft, irq, conditions
                               or worm_conditions(res.extra["knobs"]))
 
@@ -243,7 +245,7 @@ def worm_explorer(*, duration: float = 1.5, seed: int = 1, dpi: int = 64, **star
     """
     K = worm.KNOBS
     controls = [
-        control_for(K["worm_hosts"], description="worm hosts", max=10,
+        control_for(K["worm_hosts"], description="worm hosts", max=30,
                     value=start.get("worm_hosts")),
         control_for(K["scan_pps"], description="probes/s per host", min=100.0, max=10_000.0,
                     step=100.0, value=start.get("scan_pps")),
@@ -379,6 +381,8 @@ def sweep_figure(sw: Sweep):
     else:
         alt += (f" up to {sw.p50.max():.1f} ms. Right: CPU load grows in a straight line up "
                 f"to {sw.busy.max():.0f} %.")
+    alt += (f" The softirq share peaks at {sw.softirq.max():.0f} % and is "
+            f"{sw.softirq[-1]:.0f} % at the highest rate.")
     return fig, alt
 
 

@@ -6,9 +6,11 @@ the range for teaching, but never widen it past what the knob accepts.
 
 An :class:`Explorer` shows its controls, a one-line readout (CSS class
 ``routelab-readout``) and a figure.  On every change it re-simulates,
-updates the figure's artists in place, renders a PNG and swaps it into an
-``ipywidgets.Image`` inside an ``Output`` widget.  Bad combinations become a
-friendly line in the readout, never a traceback.
+updates the figure's artists in place, renders a PNG and swaps it, as an
+``<img>`` that carries the figure's alt text, into an ``ipywidgets.HTML``
+inside an ``Output`` widget.  (``ipywidgets.Image`` cannot carry alt text:
+its view in ipywidgets 8.1 sets only ``src``, ``width`` and ``height``.)
+Bad combinations become a friendly line in the readout, never a traceback.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from matplotlib.figure import Figure
 
 from ..errors import KnobError, RoutelabError
 from ..sysctl import Knob
-from .plots import png_bytes
+from .plots import img_html, png_bytes
 
 __all__ = ["READOUT_CLASS", "Explorer", "control_for"]
 
@@ -120,10 +122,10 @@ class Explorer:
     Attributes
     ----------
     widget : ipywidgets.VBox       what the notebook displays
-    image : ipywidgets.Image       the live figure (inside ``output``)
+    image : ipywidgets.HTML        the live figure, an ``<img alt=...>`` (inside ``output``)
     readout : ipywidgets.HTML      the one-line readout (class ``routelab-readout``)
     description : ipywidgets.HTML  the figure's text alternative, in a collapsed <details>
-    alt : str                      that text (empty if ``update`` gives none)
+    alt : str                      that text (the ``<img>`` gets a generic one if empty)
     last_error : str or None       the message shown for the last failed update
     """
 
@@ -140,8 +142,10 @@ class Explorer:
         self._render = render or (lambda: png_bytes(self.figure, dpi=self.dpi))
         self.last_error: str | None = None
         self.alt = ""
+        self.title = title
+        self._png = b""
         self._holding = False
-        self.image = W.Image(format="png", layout=W.Layout(max_width="100%", height="auto"))
+        self.image = W.HTML(layout=W.Layout(max_width="100%"))
         self.output = W.Output()
         self.output.append_display_data(self.image)
         self.readout = W.HTML()
@@ -172,7 +176,7 @@ class Explorer:
     @property
     def png(self) -> bytes:
         """The figure currently shown."""
-        return bytes(self.image.value)
+        return self._png
 
     # -- updating -----------------------------------------------------------------
     @contextmanager
@@ -220,11 +224,14 @@ class Explorer:
         readout, alt = out if isinstance(out, tuple) else (out, "")
         self.last_error = None
         try:
-            self.image.value = self._render()
+            png = self._render()
         except Exception as exc:  # noqa: BLE001
             self._show_error(exc)
             return
         self.alt = alt
+        self._png = png
+        self.image.value = img_html(png, alt or f"Figure of the explorer {self.title!r}; "
+                                    f"its readout: {_plain(readout)}")
         self.description.value = (
             f"<details><summary>Figure description</summary>{html.escape(alt)}</details>"
             if alt else "")

@@ -10,7 +10,10 @@ test starts itself, clears the stored outputs, runs all cells through the menu
   mentions "explorer" shows at least one slider or dropdown;
 * moving each slider / changing each dropdown, one at a time, changes BOTH the
   figure (``.widget-output img`` src) and the readout (the widget carrying CSS
-  class ``routelab-readout``) in the same cell.
+  class ``routelab-readout``) in the same cell;
+* every ``<img>`` in the notebook -- static figures and the explorers' live
+  ones -- has a non-empty ``alt`` attribute (what a screen reader reads) and
+  has loaded, after Run All and again after every control move.
 
 Controls inside an element with class ``routelab-no-browser-check`` are left
 alone (e.g. a "predict the value" input that drives no figure).
@@ -329,6 +332,18 @@ JS_RUN_STATE = r"""() => {
   return (idle && pending === 0) ? 'done' : false;
 }"""
 
+# Images a screen reader would announce without a description, or that did not load.
+JS_IMG_PROBLEMS = r"""() => {
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+  const imgs = [...document.querySelectorAll('.jp-Notebook .jp-Cell img')];
+  const bad = imgs.filter(im => !(im.getAttribute('alt') || '').trim()
+                              || (im.complete && im.naturalWidth === 0))
+    .map(im => ({cell: cells.indexOf(im.closest('.jp-Cell')),
+                 alt: im.getAttribute('alt'), loaded: im.naturalWidth > 0,
+                 src: (im.getAttribute('src') || '').slice(0, 40)}));
+  return {n: imgs.length, bad};
+}"""
+
 JS_PROMPTS = r"""() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')]
     .map(c => (c.querySelector('.jp-InputArea-prompt') || {}).textContent || '')"""
 
@@ -432,6 +447,22 @@ class NotebookPage:
         if errs:
             lines = [f"--- cell #{e['cell']}:\n{e['text']}" for e in errs]
             self.fail(f"error/stderr output {when}:\n" + "\n".join(lines))
+
+    def assert_imgs_have_alt(self, when: str) -> int:
+        """Every <img> has non-empty alt text and has loaded; returns how many there are."""
+        try:  # a just-swapped live figure may still be decoding
+            self.page.wait_for_function(
+                "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell img')]"
+                ".every(im => im.complete)", timeout=10_000, polling=100)
+        except PWTimeout:
+            pass
+        found = self.page.evaluate(JS_IMG_PROBLEMS)
+        if found["bad"]:
+            lines = [f"--- cell #{b['cell']}: alt={b['alt']!r}, loaded={b['loaded']}, "
+                     f"src={b['src']}" for b in found["bad"]]
+            self.fail(f"{len(found['bad'])} of {found['n']} <img> {when} lack alt text or did "
+                      "not load:\n" + "\n".join(lines))
+        return found["n"]
 
     def cell_of(self, locator) -> int:
         return locator.evaluate(
@@ -542,6 +573,7 @@ def _exercise(nbp: NotebookPage, control, what: str, slug: str, act) -> None:
     done = act(nbp, control)
     nbp.wait_changed(cell, before, f"{what} {done}")
     nbp.shot(f"{slug}-after", cell_loc)
+    nbp.assert_imgs_have_alt(f"after {what} {done}")
 
 
 # --------------------------------------------------------------------------- the test
@@ -625,6 +657,11 @@ def test_notebook_runs_and_explorers_respond(nb_path: Path, browser, lab_server:
                 )
         nbp.shot("run-all")
         nbp.assert_no_errors("after Run All Cells")
+        n_imgs = nbp.assert_imgs_have_alt("after Run All Cells")
+        wants_figures = any("show(" in s for s in sources) or wants_explorer
+        if wants_figures and not n_imgs:
+            nbp.fail("the notebook shows figures, but no <img> rendered")
+        print(f"{nb_path.name}: {n_imgs} <img>, all with alt text")
 
         sliders = page.locator(".jp-Notebook .widget-slider .noUi-handle")
         dropdowns = page.locator(".jp-Notebook .widget-dropdown select")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import html
 import io
+import re
 
 import ipywidgets as W
 import numpy as np
@@ -16,18 +18,18 @@ from routelab.notebook import (
     EXPLORERS,
     OKABE_ITO,
     Explorer,
-    check_choice,
-    check_number,
     control_for,
     new_figure,
     packet_journey_explorer,
     ping_journey_figure,
+    say,
     show,
 )
 from routelab.notebook.checks import choice_feedback, number_feedback
 from routelab.notebook.plots import (
     PNG_SIGNATURE,
     PingJourneyFigure,
+    img_html,
     nice_ceiling,
     ping_series,
     png_bytes,
@@ -108,7 +110,6 @@ def test_explorer_update_changes_readout_and_image():
     assert e.readout_text == "a is 7, b is x" and e.png != before
     assert e.values == {"a": 7, "b": "x"} and e.alt == "a line rising to 7"
     assert "a line rising to 7" in e.description.value
-    assert not e.image.tooltip   # a tooltip on an Image breaks its view in JupyterLab 4
 
 
 def test_explorer_image_lives_in_an_output_widget():
@@ -208,7 +209,7 @@ def test_nice_ceiling():
     assert [nice_ceiling(x) for x in (0.2, 1.0, 1.3, 4.9, 7, 11, 460)] == [1, 1, 2, 5, 10, 20, 500]
 
 
-def test_show_puts_alt_text_in_metadata_and_text(monkeypatch):
+def test_show_puts_the_alt_text_on_the_img_and_in_the_text(monkeypatch):
     seen = {}
 
     def fake_display(obj, raw=False, metadata=None):
@@ -217,12 +218,40 @@ def test_show_puts_alt_text_in_metadata_and_text(monkeypatch):
     import IPython.display
     monkeypatch.setattr(IPython.display, "display", fake_display)
     fig, _ax = new_figure(title="x")
-    show(fig, alt="A flat line.", dpi=30)
-    assert seen["raw"] and base64.b64decode(seen["obj"]["image/png"]).startswith(PNG_SIGNATURE)
-    assert seen["metadata"]["image/png"]["alt"] == "A flat line."
-    assert seen["obj"]["text/plain"] == "[figure] A flat line."
+    show(fig, alt='A flat line at "zero" <ms>.', dpi=30)
+    assert seen["raw"] and set(seen["obj"]) == {"text/html", "text/plain"}
+    page = seen["obj"]["text/html"]
+    m = re.fullmatch(r'<img alt="([^"]*)" width="(\d+)" style="[^"]*" '
+                     r'src="data:image/png;base64,([A-Za-z0-9+/=]+)">', page)
+    assert m, page
+    assert html.unescape(m.group(1)) == 'A flat line at "zero" <ms>.'
+    assert int(m.group(2)) == round(fig.get_size_inches()[0] * 30)
+    assert base64.b64decode(m.group(3)).startswith(PNG_SIGNATURE)
+    assert seen["obj"]["text/plain"] == '[figure] A flat line at "zero" <ms>.'
     with pytest.raises(ValueError):
-        show(fig, alt="")
+        show(fig, alt="  ")
+
+
+def test_img_html_needs_alt_text():
+    with pytest.raises(ValueError):
+        img_html(PNG_SIGNATURE, "")
+    assert 'alt="x &amp; y"' in img_html(PNG_SIGNATURE, " x & y ")
+
+
+def test_explorer_figure_is_an_img_with_the_current_alt_text():
+    e = _toy()
+    m = re.search(r'<img alt="([^"]*)"[^>]* src="data:image/png;base64,([^"]+)">', e.image.value)
+    assert m and m.group(1) == "a line rising to 3"
+    assert base64.b64decode(m.group(2)) == e.png
+    e.update(a=5)
+    assert 'alt="a line rising to 5"' in e.image.value
+
+
+def test_explorer_without_alt_text_still_describes_its_img():
+    fig, ax = new_figure()
+    e = Explorer([control_for(Knob("a", 1, int, 0, 5))], lambda a: f"a = {a}", fig, dpi=30,
+                 title="toy")
+    assert re.search(r'<img alt="Figure of the explorer [^"]*a = 1"', e.image.value)
 
 
 def test_ping_series_counts_dropped_requests_as_lost():
@@ -240,7 +269,7 @@ def test_ping_figure_alt_text_describes_the_data():
     assert "median" in pf.alt and "µs of CPU" in pf.alt and "k6-200" in pf.alt
 
 
-# -- answer checks --------------------------------------------------------------------------
+# -- answer checks (the building blocks; the checker itself: test_answers.py) ----------------
 
 def test_number_right_and_wrong():
     ok, text = number_feedback(3, 3, unit="fragments")
@@ -250,20 +279,25 @@ def test_number_right_and_wrong():
     assert not ok and text.startswith("✗") and "too low" in text and "Hint: count" in text
     assert "Why: 1480" in text
     ok, text = number_feedback(0.45, 0.41, rel=0.15, unit="ms")
-    assert ok and "±0.0615 ms" in text
+    assert ok and "±15%, i.e. ±0.0615 ms" in text
+    ok, text = number_feedback(6000, 6216.95, rel=0.1, unit="misses/s")
+    assert ok and "the model gives 6,217 misses/s" in text and "±621.7 misses/s" in text
 
 
 @pytest.mark.parametrize("bad", ["three", [3], {"a": 1}, True, float("nan")])
 def test_number_wrong_type_says_what_was_expected(bad):
-    ok, text = number_feedback(bad, 3, unit="fragments")
+    ok, text = number_feedback(bad, 3, unit="fragments", hint="h", explanation="e")
     assert not ok and "Expected a number in fragments" in text
+    assert "Hint" not in text and "Why" not in text and "3 fragments" not in text
 
 
 def test_number_as_text_and_missing():
     assert number_feedback("3", 3)[0]
     assert number_feedback(" 0.41 ms", 0.41, tol=0.01)[0]
-    ok, text = number_feedback(None, 3, name="n_frags")
-    assert not ok and "No prediction yet: set n_frags" in text
+    for missing in (None, ...):
+        ok, text = number_feedback(missing, 3, name="n_frags", hint="h", explanation="e")
+        assert not ok and text.startswith("… Write your prediction first: set n_frags")
+        assert "3" not in text and "Hint" not in text and "Why" not in text
 
 
 def test_choice_feedback():
@@ -280,8 +314,15 @@ def test_choice_feedback():
         choice_feedback("a", "never", choices)
 
 
-def test_checks_print_and_return_nothing(capsys):
-    assert check_number(5, 3) is None
-    assert check_choice("x", "y", ["x", "y"]) is None
-    out = capsys.readouterr().out
-    assert out.count("✗") == 2
+def test_say_shows_markdown_with_the_same_plain_text(monkeypatch):
+    seen = {}
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda obj, raw=False: seen.update(obj=obj, raw=raw))
+    assert say("""
+        The cache holds **4,096** entries.
+        """) is None
+    assert seen["raw"] and seen["obj"] == {"text/markdown": "The cache holds **4,096** entries.",
+                                           "text/plain": "The cache holds **4,096** entries."}
+    with pytest.raises(ValueError):
+        say("  ")

@@ -141,3 +141,28 @@ def test_kernel_20_keeps_the_ping_low_under_the_worms():
 def test_uplink_knob_is_validated():
     with pytest.raises(KnobError, match="uplink_mbps"):
         worm.run(uplink_mbps=500.0, duration=0.2)
+
+
+def test_a_long_title_takes_two_lines_inside_the_figure():
+    res = worm.run(kernel="2.4.24-nocache", worm_hosts=1, uplink_mbps=6.0, txqueuelen=1000,
+                   duration=1.0, seed=1)
+    f = WormFigure(duration=1.0)
+    f.update(res)
+    f.render_png(100)
+    rend = f.fig.canvas.get_renderer()
+    box = f.title.get_window_extent(rend)
+    assert "\n" in f.title.get_text()
+    assert box.x0 >= 0 and box.x1 <= f.fig.bbox.width and box.y1 <= f.fig.bbox.height
+    assert box.y0 > f.ax_rtt.title.get_window_extent(rend).y1, "overlaps the top panel's title"
+    f.update(worm.run(worm_hosts=1, duration=1.0, seed=1))
+    assert "\n" not in f.title.get_text(), "a title that fits stays on one line"
+
+
+def test_worm_hosts_slider_reaches_the_duron_exercise():
+    from routelab.notebook.answers import question
+
+    e = worm_explorer(duration=0.2)
+    key = question("01-worm-cache-thrash", "ex2-duron-hosts")
+    ns: dict = {}
+    exec(key.solution, ns)   # noqa: S102 - the project's own answer key
+    assert e.controls["worm_hosts"].max >= ns["duron_hosts"] + key.tol

@@ -1,0 +1,423 @@
+"""The notebooks' "predict, then run" questions: answers, tolerances, hints, explanations.
+
+A notebook cell asks a question by its id and passes what the model ran;
+everything that would give the answer away lives here, not in the cell::
+
+    check = checker("00-packet-journey")          # the setup cell
+    rtt_prediction_ms = None   # <- your prediction, in ms     (a "solution" cell)
+    res2 = ping.run(seed=1, background_pps=2000)
+    check("busier-router", rtt_prediction_ms, run=res2)       (a "check" cell)
+
+Each :class:`Question` names the answer variable, says what to write
+(``prompt``: no number, no hint), and ``solve``\\s the question from the
+objects the notebook passes: ``solve(**facts)`` returns a dict with the
+``"expected"`` answer and any other named numbers the hint and the
+explanation quote (they are ``str.format`` templates over that dict).  So a
+model number is always the model's own, computed at run time, and
+``solve`` runs only once a student has answered.
+
+``solution`` is the answer key: code that sets the answer variable to a
+right answer, as a student would write it.  ``scripts/student.py`` writes
+it to ``solutions/NN-*.py``, and a test runs every notebook with these
+answers and requires a ✓ from every check.
+
+To add a question to a notebook: add a :class:`Question` to
+:data:`QUESTIONS` (below, in notebook order), then three cells to the
+notebook -- the prompt (markdown, tag ``exercise``), ``variable = None``
+(tag ``solution``) and ``check("qid", variable, **facts)`` (tag ``check``);
+see ``docs/development.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+__all__ = ["QUESTIONS", "Question", "for_notebook", "question"]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of one notebook.
+
+    Attributes
+    ----------
+    notebook : str     notebook stem, e.g. ``"00-packet-journey"``
+    qid : str          the question's id within its notebook
+    variable : str     the answer variable the notebook's ``solution`` cell sets
+    prompt : str       what to write, e.g. "a number: the median RTT, in ms" (reveals nothing)
+    solve : callable   ``solve(**facts) -> {"expected": ..., **values}``
+    unit : str         unit of a numeric answer
+    tol, rel : float   a numeric answer is right within ``max(tol, rel * |expected|)``
+    choices : tuple    the options of a multiple-choice question (empty: numeric)
+    hint : str         shown after a wrong answer (a template over ``solve``'s values)
+    explanation : str  shown after any answer (a template over ``solve``'s values)
+    solution : str     answer-key code setting ``variable`` (for ``solutions/``)
+    """
+
+    notebook: str
+    qid: str
+    variable: str
+    prompt: str
+    solve: Callable[..., dict]
+    unit: str = ""
+    tol: float = 0.0
+    rel: float | None = None
+    choices: tuple[str, ...] = field(default_factory=tuple)
+    hint: str = ""
+    explanation: str = ""
+    solution: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``"choice"`` or ``"number"``."""
+        return "choice" if self.choices else "number"
+
+
+# -- notebook 00: a packet's journey ------------------------------------------------------
+
+def _median_rtt(run) -> dict:
+    s = run.summary()
+    return {"expected": s["ping_rtt_ms_p50"], "idle": 100.0 - s["cpu_busy_pct"]}
+
+
+def _fragments(journey) -> dict:
+    length, mtu = journey.params["length"], journey.params["mtu"]
+    payload, room = length - 20, mtu - 20
+    per = room // 8 * 8            # fragment offsets count in 8-byte units
+    full, last = divmod(payload, per)
+    tail = (f"so {full} full fragments and one more with the last {last} bytes" if last
+            else f"so exactly {full} full fragments")
+    return {"expected": journey.nfrag, "length": length, "mtu": mtu, "payload": payload,
+            "room": room, "per": per, "ratio": payload / per, "tail": tail}
+
+
+_Q00 = (
+    Question(
+        "00-packet-journey", "busier-router", "rtt_prediction_ms",
+        "a number: the median ping RTT with 2,000 background packets per second, in ms",
+        _median_rtt, unit="ms", tol=0.1,
+        hint="How busy is the CPU? How often does a ping find a packet ahead of it?",
+        explanation="the CPU is idle {idle:.0f} % of the time, so a ping rarely waits behind "
+                    "another packet. Latency stays flat until the CPU or the link is nearly "
+                    "saturated, then climbs steeply (try the explorer below).",
+        solution="rtt_prediction_ms = 0.41   # a mostly idle CPU: no queueing, no change"),
+    Question(
+        "00-packet-journey", "fragments-576", "n_fragments",
+        "a whole number: how many fragments leave through the 576-byte MTU",
+        _fragments, unit="fragments",
+        hint="{length} / {mtu} is not the question: subtract the headers first.",
+        explanation="the packet carries {length} - 20 = {payload} payload bytes; each fragment "
+                    "carries at most {mtu} - 20 = {room}, rounded down to a multiple of 8: "
+                    "{per}. {payload} / {per} = {ratio:.1f}, {tail}.",
+        solution="n_fragments = 8   # 3980 payload bytes in 552-byte pieces: 7 full + 1"),
+    Question(
+        "00-packet-journey", "faster-cpu", "xeon_rtt_prediction_ms",
+        "a number: the median ping RTT through the P4 Xeon router, in ms",
+        _median_rtt, unit="ms", tol=0.03,
+        hint="Which parts of a round trip does a faster router CPU not shorten?",
+        explanation="the router's CPU is only a small part of the round trip: the ping also "
+                    "crosses the 100 Mbit/s wires in both directions and waits for the far end "
+                    "to answer (the scenario's far_end_ms). A CPU five times faster only "
+                    "shortens the two passes through the router.",
+        solution="xeon_rtt_prediction_ms = 0.35   # the wires and the far end stay the same"),
+)
+
+
+# -- notebook 01: worm scans thrash the route cache ----------------------------------------
+
+SLOW_PATH = "ip_route_input_slow+dst_alloc+rt_garbage_collect+rt_intern_hash"
+TRANSMIT = "ip_output+dev_queue_xmit+driver TX"
+COSTS_01 = ("the GC passes", "the slow path of each new destination",
+            "transmitting the packets")
+PING_BANDS = ("about 1 ms", "a few ms", "tens of ms", "over 100 ms", "every ping is lost")
+VERDICTS = ("better", "about the same", "worse")
+
+
+def _extra_misses(healthy, one) -> dict:
+    s0, s1 = healthy.summary(), one.summary()
+    measured = (s1["in_slow_tot"] - s0["in_slow_tot"]) / one.duration
+    k = one.extra["knobs"]
+    probes = k["worm_hosts"] * k["scan_pps"]
+    return {"expected": measured, "probes": probes, "surplus": measured - probes}
+
+
+def _biggest_cost(run) -> dict:
+    from .story1 import gc_pass_seconds
+
+    prof = run.profile
+    gc = sum(gc_pass_seconds(run))
+    slow, tx = prof[SLOW_PATH] - gc, prof[TRANSMIT]
+    s = run.summary()
+    k = run.extra["knobs"]
+    return {"expected": max(zip([gc, slow, tx], COSTS_01, strict=True))[1],
+            "probes": k["worm_hosts"] * k["scan_pps"],
+            "per_miss_us": slow / max(s["in_slow_tot"], 1) * 1e6, "gc_ms": gc * 1e3}
+
+
+def _ping_band(run) -> dict:
+    s = run.summary()
+    p50 = s["ping_rtt_ms_p50"]
+    band = (PING_BANDS[4] if not math.isfinite(p50) else
+            PING_BANDS[0] if p50 < 2 else PING_BANDS[1] if p50 < 10 else
+            PING_BANDS[2] if p50 < 100 else PING_BANDS[3])
+    k = run.extra["knobs"]
+    soft_s = s["cpu_softirq_pct"] / 100 * run.duration
+    return {"expected": band, "offered": k["worm_hosts"] * k["scan_pps"],
+            "soft_us": soft_s / max(s["forwarded_packets"], 1) * 1e6}
+
+
+def _badness(s: dict) -> float:
+    p50 = s["ping_rtt_ms_p50"]
+    return s["ping_loss_pct"] * 10 + (p50 if math.isfinite(p50) else 1e4)
+
+
+def _small_cache(trials) -> dict:
+    base, small = trials[0][1], trials[1][1]
+    b, m = _badness(base), _badness(small)
+    verdict = VERDICTS[2] if m > 1.2 * b else VERDICTS[0] if m < 0.8 * b else VERDICTS[1]
+    return {"expected": verdict, "overflows": small["gc_dst_overflow"],
+            "loss": small["ping_loss_pct"]}
+
+
+def _knee(sweep) -> dict:
+    over = sweep.rates[sweep.p50 > 5]
+    knee = float(over.min()) if over.size else float(sweep.rates.max())
+    below = sweep.rates[sweep.rates < knee]
+    return {"expected": knee, "below": float(below.max()) if below.size else knee}
+
+
+def _duron_hosts() -> dict:
+    from ..scenarios import worm
+
+    def busy(h: int) -> float:
+        return worm.run(cpu="duron-900", worm_hosts=h, duration=2, seed=1).summary()[
+            "cpu_busy_pct"]
+
+    busy3 = busy(3)
+    guess = int(3 * 99 / busy3)          # scale from three hosts, then step up
+    needed = next(h for h in range(max(guess - 1, 1), 60) if busy(h) > 99)
+    return {"expected": needed, "busy3": busy3}
+
+
+_Q01 = (
+    Question(
+        "01-worm-cache-thrash", "worm-misses", "extra_misses_per_s",
+        "a number: the extra route-cache misses per second one infected PC causes",
+        _extra_misses, unit="misses/s", rel=0.1,
+        hint="How many of the probes go to an address that already has an entry?",
+        explanation="practically none: the worm picks addresses at random from the whole IPv4 "
+                    "space, so each probe is a miss, runs the slow path and creates an entry. "
+                    "There are even about {surplus:,.0f} more misses per second than probes: "
+                    "the worm's entries push the students' entries out of the cache, and those "
+                    "then miss again (section 2).",
+        solution="extra_misses_per_s = 6000   # every probe goes to a new address: one miss each"),
+    Question(
+        "01-worm-cache-thrash", "biggest-cost", "biggest_cost",
+        "one of the three costs, as its text or its letter",
+        _biggest_cost, choices=COSTS_01,
+        hint="The GC runs a real pass only twice a second. How often does the slow path run?",
+        explanation="the slow path runs for every probe – {probes:,.0f} times a second – and "
+                    "costs the K6 about {per_miss_us:.0f} µs each time (the slow path, "
+                    "allocating the new entry, freeing the evicted one, and the skipped GC "
+                    "call). The GC passes are rare and short ({gc_ms:.0f} ms in the whole run). "
+                    "In 2.4.24 the worm's damage is simply the price of a miss times the number "
+                    "of misses.",
+        solution='biggest_cost = "b"   # the slow path, once per probe'),
+    Question(
+        "01-worm-cache-thrash", "median-ping", "median_ping",
+        "one of the five answers, as its letter or its text",
+        _ping_band, choices=PING_BANDS,
+        hint="Is the CPU saturated? If so, how many packets can be ahead of a ping?",
+        explanation="three hosts offer about {offered:,.0f} probes/s, a little more than the K6 "
+                    "can handle, so the backlog is full much of the time. A ping waits behind "
+                    "up to 300 packets of about {soft_us:.0f} µs of softirq work each way, or "
+                    "is dropped while the CPU throttles.",
+        solution='median_ping = "c"   # a saturated CPU: up to a full backlog ahead of the ping'),
+    Question(
+        "01-worm-cache-thrash", "small-cache", "small_cache",
+        "one of: better, about the same, worse (or a, b, c)",
+        _small_cache, choices=VERDICTS,
+        hint="Which rule of rt_garbage_collect stops applying when entries reach max_size?",
+        explanation="with only 512 entries allowed the cache sits at max_size. There the "
+                    "gc_min_interval skip no longer applies, so every new entry runs a full GC "
+                    "pass over all 2,048 buckets – about a millisecond on the K6 – and when the "
+                    "pass cannot free enough, dst_alloc fails ('dst cache overflow', "
+                    "{overflows:,} times in this run) and the packet is dropped, the "
+                    "students' packets included.",
+        solution='small_cache = "worse"   # every allocation runs a full GC pass, then overflows'),
+    Question(
+        "01-worm-cache-thrash", "ex1-knee", "max_rate_per_host",
+        "a number: probes per second per host before the median ping passes 5 ms",
+        _knee, unit="probes/s per host", rel=0.15,
+        hint="Find the first rate in the sweep where the median ping passes 5 ms.",
+        explanation="the K6 saturates between {below:,.0f} and {expected:,.0f} probes/s per "
+                    "host: three hosts then offer more slow-path work than the CPU can do.",
+        solution="max_rate_per_host = 5500   # the sweep's median ping jumps above 5,000"),
+    Question(
+        "01-worm-cache-thrash", "ex2-duron-hosts", "duron_hosts",
+        "a whole number: worm hosts at 6,000 probes/s that saturate the Duron 900",
+        _duron_hosts, unit="hosts", tol=2,
+        hint="Three hosts use about {busy3:.0f} % of the Duron. Scale.",
+        explanation="the model needs {expected} hosts. The Duron is about five times faster, so "
+                    "it takes about five times the worms; then it fails exactly like the K6.",
+        solution="duron_hosts = 16   # three hosts take ~20 % of the Duron; saturating needs ~5x"),
+)
+
+
+# -- notebook 02: RCU grace periods under a softirq flood ----------------------------------
+
+FULL_LOAD = ("both about as long as at 90 %", "vanilla much longer, bh about the same",
+             "both much longer")
+OVERFLOWS = ("disappear or nearly so", "drop by about half", "stay about the same")
+DELAYS = ("much shorter", "about the same", "longer")
+
+
+def _full_load(base, vanilla, bh) -> dict:
+    van_long = vanilla.gp_length is None or vanilla.gp_length > 3 * base.gp_length
+    bh_short = bh.gp_length is not None and bh.gp_length <= 2 * base.gp_length
+    return {"expected": FULL_LOAD[1] if van_long and bh_short else FULL_LOAD[2]}
+
+
+def _top_share(run) -> dict:
+    s = run.summary()
+    ks, busy = s["cpu_ksoftirqd_pct"], s["cpu_busy_pct"]
+    return {"expected": 100.0 - ks, "loop": 100.0 - ks, "ran": 100.0 - busy, "busy": busy}
+
+
+def _overflows_bh(variants) -> dict:
+    v0, vb = variants["2.6.0"].summary(), variants["2.6.0-rcu-bh"].summary()
+    ratio = vb["gc_dst_overflow"] / max(v0["gc_dst_overflow"], 1)
+    return {"expected": OVERFLOWS[0] if ratio < 0.2 else OVERFLOWS[1] if ratio < 0.7
+            else OVERFLOWS[2], "vanilla": v0["gc_dst_overflow"], "bh": vb["gc_dst_overflow"]}
+
+
+def _user_delay_bh(variants) -> dict:
+    d0 = variants["2.6.0"].summary()["user_max_delay_s"]
+    db = variants["2.6.0-rcu-bh"].summary()["user_max_delay_s"]
+    why = ("the patch does not change how the CPU is shared between the flood and the user "
+           "task, but on vanilla 2.6.0 the overflowing cache makes every allocation run a full, "
+           "futile GC pass: the flood costs far more CPU time, and the user task waits longer. "
+           "With the patch that extra work is gone." if db < 0.5 * d0 else
+           "the patch changes when freed entries may go, not how the CPU is shared between the "
+           "flood and the user task.")
+    return {"expected": DELAYS[0] if db < 0.5 * d0 else DELAYS[2] if db > 1.5 * d0
+            else DELAYS[1], "vanilla_ms": d0 * 1e3, "bh_ms": db * 1e3, "why": why}
+
+
+def _new_entries(run) -> dict:
+    s = run.summary()
+    flow_len = run.extra["knobs"]["flow_len"]
+    return {"expected": s["in_slow_tot"] / run.duration, "flow_len": flow_len,
+            "kpps": s["throughput_kpps"], "new_flows": s["throughput_kpps"] * 1e3 / flow_len}
+
+
+def _max_gp(run) -> dict:
+    s = run.summary()
+    per_s = s["in_slow_tot"] / run.duration
+    max_size = run.counters["dst"]["max_size"]
+    hashed = float(np.max(run.cache["hashed"])) if run.cache["hashed"].size else 0.0
+    return {"expected": max_size / per_s * 1e3, "per_s": per_s, "max_size": max_size,
+            "hashed": hashed, "elasticity": run.extra["knobs"].get("gc_elasticity", 8),
+            "share": hashed / max_size}
+
+
+_Q02 = (
+    Question(
+        "02-rcu-softirq-latency", "full-load", "full_load",
+        "one of the three answers, as its letter or its text",
+        _full_load, choices=FULL_LOAD,
+        hint="Which quiescent states can a CPU that never leaves softirq work still pass?",
+        explanation="under vanilla rules a CPU that only does softirq work never passes a "
+                    "quiescent state: no context switch, no user-mode tick, no idle. The grace "
+                    "period simply does not end. With call_rcu_bh every finished softirq "
+                    "handler is one, and a flooded CPU finishes thousands a second.",
+        solution='full_load = "b"   # vanilla waits for a context switch; bh for any handler end'),
+    Question(
+        "02-rcu-softirq-latency", "top-share", "top_loop_pct",
+        "a number: the share of one CPU top shows for the gettimeofday loop, in %",
+        _top_share, unit="%", tol=10,
+        hint="top does not know what the CPU did during a tick, only which task was current.",
+        explanation="the loop is current whenever ksoftirqd is not ({loop:.0f} % of the time), "
+                    "so top charges it that much, mostly as system time – yet it really ran "
+                    "only {ran:.1f} % of the time: softirq work took {busy:.1f} %.",
+        solution="top_loop_pct = 90   # the loop is the current task whenever ksoftirqd is not"),
+    Question(
+        "02-rcu-softirq-latency", "overflows-bh", "overflows_bh",
+        "one of the three answers, as its letter or its text",
+        _overflows_bh, choices=OVERFLOWS,
+        hint="What stops a grace period from ending under the flood, and does the patch "
+             "remove it?",
+        explanation="the model gives {vanilla:,} overflows on vanilla 2.6.0 and {bh:,} with "
+                    "call_rcu_bh.",
+        solution='overflows_bh = "a"   # grace periods end within the flood'),
+    Question(
+        "02-rcu-softirq-latency", "user-delay-bh", "user_delay_bh",
+        "one of the three answers, as its letter or its text",
+        _user_delay_bh, choices=DELAYS,
+        hint="Does call_rcu_bh change how much softirq work there is, or who runs it?",
+        explanation="the worst delay is {vanilla_ms:.0f} ms on vanilla 2.6.0 and {bh_ms:.0f} ms "
+                    "with call_rcu_bh: {why}",
+        solution='user_delay_bh = "a"   # the futile GC passes of the overflowing cache stop'),
+    Question(
+        "02-rcu-softirq-latency", "ex1-new-entries", "new_entries_per_s",
+        "a number: new route-cache entries per second, both ports together",
+        _new_entries, unit="entries/s", rel=0.25,
+        hint="Each flow needs one new entry per flow_len packets – but only the packets the "
+             "router actually receives count.",
+        explanation="the model creates {expected:,.0f} entries per second. About "
+                    "{new_flows:,.0f} of them are new flows (the forwarded {kpps:.0f} kpps "
+                    "divided by {flow_len} packets per flow); the rest are flows whose entry was "
+                    "pushed out of its full chain, or collected, before the flow's last packet, "
+                    "and had to be made again.",
+        solution="new_entries_per_s = 2 * 283_000 / 10   # offered rate / packets per flow"),
+    Question(
+        "02-rcu-softirq-latency", "ex2-max-gp", "max_gp_ms",
+        "a number: the longest grace period before pending entries fill max_size, in ms",
+        _max_gp, unit="ms", rel=0.3,
+        hint="pending entries ≈ new entries per second × grace-period length",
+        explanation="{max_size:,} / {per_s:,.0f} per s ≈ {expected:.0f} ms. Any grace period "
+                    "longer than that fills the cache with entries that are already dead, and "
+                    "every allocation after it fails until the grace period ends. In section 5 "
+                    "the overflows began with grace periods of about half that: the entries "
+                    "still in the hash (up to {elasticity} per bucket, about {hashed:,.0f} at "
+                    "the peak) take {share:.0%} of the room.",
+        solution="max_gp_ms = 32768 / 56_600 * 1e3   # max_size / new entries per second"),
+)
+
+
+def _registry(*groups) -> Mapping[tuple[str, str], Question]:
+    out: dict[tuple[str, str], Question] = {}
+    for q in (q for g in groups for q in g):
+        key = (q.notebook, q.qid)
+        if key in out:
+            raise ValueError(f"question {key} defined twice")
+        out[key] = q
+    return MappingProxyType(out)
+
+
+#: Every question, by ``(notebook, qid)``, in notebook order (read-only).
+QUESTIONS: Mapping[tuple[str, str], Question] = _registry(_Q00, _Q01, _Q02)
+
+
+def for_notebook(notebook: str) -> list[Question]:
+    """The questions of one notebook, in order; ``KeyError`` for an unknown notebook."""
+    qs = [q for (nb, _), q in QUESTIONS.items() if nb == notebook]
+    if not qs:
+        known = sorted({nb for nb, _ in QUESTIONS})
+        raise KeyError(f"no questions for notebook {notebook!r}; known: {', '.join(known)}")
+    return qs
+
+
+def question(notebook: str, qid: str) -> Question:
+    """One question; ``KeyError`` naming the notebook's question ids if ``qid`` is unknown."""
+    try:
+        return QUESTIONS[(notebook, qid)]
+    except KeyError:
+        ids = ", ".join(q.qid for q in for_notebook(notebook))
+        raise KeyError(f"notebook {notebook!r} has no question {qid!r}; its questions: "
+                       f"{ids}") from None
