@@ -78,6 +78,23 @@ PATH: dict[str, float] = {
     "icmp_rcv": 200.0,           # ASSUMED: echo request handling
     "icmp_send": 1500.0,         # ASSUMED: build error/reply, output route lookup, rate limit
     "softirq_entry": 300.0,      # ASSUMED: one net_rx_action/do_softirq invocation (amortised over a batch)
+    # --- neighbour cache and ARP (net/core/neighbour.c, net/ipv4/arp.c, 2.4.24) ---
+    "neigh_lookup": 50.0,        # ASSUMED: arp_hash (3 shift/xor) + read_lock_bh/unlock + neigh_hold; chain steps extra
+    "neigh_chain_step": 10.0,    # ASSUMED: one entry examined in a neighbour chain walk: dev + 4-byte key compare, next
+    "neigh_alloc": 400.0,        # ASSUMED: kmem_cache_alloc(SLAB_ATOMIC) + memset of the ~150-byte entry, timer/queue init (cf. dst_alloc)
+    "arp_constructor": 300.0,    # ASSUMED: in_dev_get/put + inet_addr_type (a local-table FIB lookup, cf. fib_lookup) + ops choice
+    "neigh_create": 120.0,       # ASSUMED: key copy, dev_hold, table write lock, head insert; second chain walk extra
+    "neigh_forced_gc": 100.0,    # ASSUMED: entry/exit, last_flush; the walk is neigh_gc_bucket + neigh_gc_entry
+    "neigh_gc_bucket": 25.0,     # ASSUMED: write_lock_bh/unlock of the table per bucket and the chain head (cf. gc_bucket)
+    "neigh_gc_entry": 40.0,      # ASSUMED: per entry visited by a neighbour GC walk: n->lock write lock/unlock (2 locked ops) + tests
+    "neigh_destroy": 300.0,      # ASSUMED: hh release, skb_queue_purge, dev_put, kmem_cache_free (cf. dst_destroy)
+    "neigh_periodic_timer": 300.0,  # ASSUMED: timer entry/exit, reachable_time re-draw test, mod_timer (cf. rt_check_expire)
+    "neigh_timer_handler": 150.0,  # ASSUMED: timer dispatch, entry write lock, NUD state tests, add_timer
+    "neigh_event_send": 100.0,   # ASSUMED: __neigh_event_send: entry lock, state tests, arp_queue append/unlink
+    "neigh_update": 200.0,       # ASSUMED: entry lock, lladdr compare/copy, neigh_sync, hh update, del_timer
+    "arp_solicit": 500.0,        # ASSUMED: source choice (inet_addr_type or inet_select_addr, ~a FIB lookup) + arp_send's alloc_skb and header fill; the frame's transmit is the caller's
+    "arp_rcv": 400.0,            # ASSUMED: arp_rcv + arp_process up to the table update: header checks, in_dev_get, kfree_skb (driver RX not included)
+    "arp_bind_neighbour": 30.0,  # ASSUMED: the call, next-hop choice, dst->neighbour store; lookup/create extra
 }
 
 # Cold cache lines touched per call (each costs CpuProfile.mem_latency_ns).
@@ -95,6 +112,12 @@ MISSES: dict[str, float] = {
     "dst_gc_entry": 1.0,         # the entry
     "chain_step": 1.0,           # one entry stepped over in a chain walk
     "rcu_callback": 1.0,         # the entry being freed
+    "neigh_chain_step": 1.0,     # each struct neighbour is its own slab object
+    "neigh_gc_entry": 1.0,       # ASSUMED cold: the entry; 1025 entries x ~150 B = ~150 KB vs the K6's 32 KB L1 data cache
+    "neigh_alloc": 3.0,          # ASSUMED: a fresh ~150-byte object, five 32-byte K6 lines, some warm in the slab
+    "neigh_timer_handler": 1.0,  # ASSUMED: the entry is cold when its timer fires (>= 1 s after last touch)
+    "neigh_update": 1.0,         # ASSUMED: the entry, cold when the ARP reply arrives
+    "arp_rcv": 1.0,              # ASSUMED: the received ARP frame (DMA'd, not in cache)
 }
 
 # Which kernel functions make up each fixed part of a packet's service, in the

@@ -219,6 +219,53 @@ SYSCTLS: dict[str, Knob] = {k.name: k for k in [
     _k("redirect_silence", 20.48, float, 0.0, 3600.0, "s",
        "Quiet time after which the redirect count resets.",
        "net.ipv4.route.redirect_silence", "ip_rt_redirect_silence"),
+    # --- neighbour table / ARP (net/core/neighbour.c, net/ipv4/arp.c arp_tbl, 2.4.24) ---
+    # The table-wide ones (gc_thresh*, gc_interval) exist only under "default".  The
+    # per-parms ones are copied into each device's in_dev->arp_parms when the device
+    # comes up; the model has one set of parms for every device.
+    _k("neigh_gc_thresh1", 128, int, 0, 1_048_576, "entries",
+       "Listed in /proc but read by no code in 2.4.24 (kept for completeness).",
+       "net.ipv4.neigh.default.gc_thresh1", "arp_tbl.gc_thresh1"),
+    _k("neigh_gc_thresh2", 512, int, 0, 1_048_576, "entries",
+       "Above it neigh_alloc runs a forced GC if the last one is more than 5 s old.",
+       "net.ipv4.neigh.default.gc_thresh2", "arp_tbl.gc_thresh2"),
+    _k("neigh_gc_thresh3", 1024, int, 0, 1_048_576, "entries",
+       "Above it every neigh_alloc runs a forced GC and fails ('Neighbour table "
+       "overflow', ENOBUFS) if that frees nothing: at most gc_thresh3 + 1 entries.",
+       "net.ipv4.neigh.default.gc_thresh3", "arp_tbl.gc_thresh3"),
+    _k("neigh_gc_interval", 30.0, float, 0.01, 86_400.0, "s",
+       "Period of neigh_periodic_timer (/proc in seconds: proc_dointvec_jiffies).",
+       "net.ipv4.neigh.default.gc_interval", "arp_tbl.gc_interval", step=1.0),
+    _k("neigh_gc_stale_time", 60.0, float, 0.0, 86_400.0, "s",
+       "The periodic timer frees an unreferenced entry unused for longer than this.",
+       "net.ipv4.neigh.default.gc_stale_time", "neigh_parms.gc_staletime", step=1.0),
+    _k("neigh_unres_qlen", 3, int, 1, 100_000, "packets",
+       "Packets queued per unresolved neighbour; a new one drops the oldest "
+       "(0 is refused: 2.4.24 would unlink the empty queue's head).",
+       "net.ipv4.neigh.default.unres_qlen", "neigh_parms.queue_len"),
+    _k("neigh_retrans_time", 1.0, float, 0.01, 3600.0, "s",
+       "Spacing of ARP solicitations.  /proc shows raw jiffies (proc_dointvec): "
+       "100 = 1 s on 2.4 i386 (HZ 100), 1000 on 2.6.",
+       "net.ipv4.neigh.default.retrans_time", "neigh_parms.retrans_time", step=0.1),
+    _k("neigh_mcast_solicit", 3, int, 0, 255, "probes",
+       "Broadcast ARP requests before an entry fails (0 with app_solicit 0: "
+       "no resolution at all, packets to new neighbours are dropped).",
+       "net.ipv4.neigh.default.mcast_solicit", "neigh_parms.mcast_probes"),
+    _k("neigh_ucast_solicit", 3, int, 0, 255, "probes",
+       "Unicast ARP requests (to the cached address) when re-validating a stale entry.",
+       "net.ipv4.neigh.default.ucast_solicit", "neigh_parms.ucast_probes"),
+    _k("neigh_app_solicit", 0, int, 0, 255, "probes",
+       "Requests handed to a user-space ARP daemon (CONFIG_ARPD); no frame is sent.",
+       "net.ipv4.neigh.default.app_solicit", "neigh_parms.app_probes"),
+    _k("neigh_base_reachable_time", 30.0, float, 1.0, 86_400.0, "s",
+       "Mean time a confirmed entry stays REACHABLE (drawn in [0.5, 1.5) x this); "
+       "/proc in seconds; 0 would divide by zero in neigh_rand_reach_time.",
+       "net.ipv4.neigh.default.base_reachable_time", "neigh_parms.base_reachable_time",
+       step=1.0),
+    _k("neigh_delay_first_probe_time", 5.0, float, 0.0, 86_400.0, "s",
+       "A STALE entry that is used waits this long in DELAY before probing.",
+       "net.ipv4.neigh.default.delay_first_probe_time", "neigh_parms.delay_probe_time",
+       step=1.0),
 ]}
 
 
