@@ -27,8 +27,9 @@ buckets).  The run's own dispatcher is never called.
 
 Re-derived here, independently of ``Run.dispatch``: the event order, the RX
 ring / backlog occupancy, the CPU as a FIFO server, the softirq pass
-bookkeeping (a pass ends after ``netdev_max_backlog`` packets or one jiffy;
-each pass start costs ``softirq_entry``; ``__do_softirq``'s 10 restarts
+bookkeeping (a pass ends after ``netdev_max_backlog`` packets or once more
+than one jiffy has ticked since it began; each pass start costs
+``softirq_entry``; ``do_softirq``'s restarts -- 10 in 2.6, none in 2.4 --
 then ksoftirqd), the route-cache hit path (chain walk), the output qdisc
 (``tx_ring + txqueuelen`` packets) and link serialisation, TX completions
 that drop dst references, and the timers (``dst_run_gc``,
@@ -49,8 +50,8 @@ The model as this reference states it
 * A packet that arrives when its CPU has been idle since *strictly before*
   its arrival starts a new ``net_rx_action`` pass; otherwise it continues
   the current pass (a pass ends, with ``time_squeeze`` counted, after
-  ``netdev_max_backlog`` packets or when a jiffy has passed since the pass
-  began, noticed only between ``dev->poll`` calls: every ``weight`` packets
+  ``netdev_max_backlog`` packets or when ``jiffies - start > 1``, noticed
+  only between ``dev->poll`` calls: every ``weight`` packets
   of a NAPI device, every packet of the backlog).
 * A NAPI device's RX ring holds ``ring`` packets and its FIFO
   ``fifo_slots`` more: a packet that finds the ring full but the FIFO not
@@ -80,7 +81,8 @@ Scope (what both implementations define, and where they are compared)
 * No user task (``user_task=False``): the scheduler model of story 2 is out
   of scope.
 * No hosts (``Router(hosts=..., local_hosts=...)`` must be empty): no packet
-  is born in the run.  Ping requests and replies crossing the router are
+  is born in the run.  No neighbour layer (``Router(neighbours=False)``):
+  every next hop is taken as resolved.  Ping requests and replies crossing the router are
   plain forwarded packets here.
 * RCU (2.6 kernels, NAPI) is supported but compared only with one CPU
   (``ncpus=1``): with idle extra CPUs, ``router.py`` evaluates RCU ticks
@@ -288,6 +290,8 @@ def check_scope(router: Router) -> None:
         raise ValueError("reference: user_task=True is out of scope")
     if router.hosts or router.local_hosts:
         raise ValueError("reference: hosts (packets born in the run) are out of scope")
+    if router.neighbours:
+        raise ValueError("reference: the neighbour layer is out of scope (neighbours=False)")
     if any(d.cpu != 0 for d in router.devices):
         raise ValueError("reference: every device must hand its receive work to CPU 0")
     if router.kernel.route_cache and router.kernel.rcu != "none" and router.ncpus > 1:
@@ -374,6 +378,9 @@ class _Reference:
         # CPUs and the softirq structure
         self.cpus = [Cpu() for _ in range(r.ncpus)]
         self.hz = r.kernel.hz
+        # do_softirq passes before ksoftirqd: 1 in 2.4 (a re-raised NET_RX is
+        # not rerun), 10 in 2.6
+        self.max_restart = 1 if r.kernel.softirq == "2.4" else MAX_SOFTIRQ_RESTART
         self.jiffy = 1.0 / r.kernel.hz
         rcu = self.cache.rcu if self.cache is not None else None
         self.rcu = rcu
@@ -572,7 +579,8 @@ class _Reference:
             cpu.pass_n += 1
             # the time limit is looked at between dev->poll calls: every ``weight``
             # packets of a NAPI device, every packet of the backlog
-            if cpu.pass_n > self.budget or (now - cpu.pass_t0 >= self.jiffy
+            if cpu.pass_n > self.budget or (math.floor(now * self.hz)
+                                            - math.floor(cpu.pass_t0 * self.hz) > 1
                                             and (cpu.pass_n - 1) % self.weight[self.dev[j]] == 0):
                 cpu.time_squeeze += 1
                 svc = c["softirq_entry"] + self.softirq_restart(cc, now)
@@ -639,7 +647,7 @@ class _Reference:
             if self.use_rcu and rcu.done[cc]:
                 w = rcu.rcu_tasklet(cc, now)
         cpu.restarts += 1
-        if cpu.restarts >= MAX_SOFTIRQ_RESTART:
+        if cpu.restarts >= self.max_restart:
             cpu.restarts = 0
             if self.qs_loop and rcu is not None:
                 rcu.quiescent(cc, now, "softirq_loop")

@@ -42,9 +42,8 @@ from .ipv4.ip_forward import FWD_FRAG_NEEDED, FWD_TTL, ip_forward_plan
 from .ipv4.ip_fragment import fragment_plan
 from .ipv4.ip_input import ip_rcv
 from .ipv4.ip_output import ip_output_plan
-from .ipv4.route import RouteCache
 from .prepare import LL_RESERVED
-from .router import Device, Router
+from .router import Device, Router, Run
 from .scenarios.common import cpu_knob, kernel_knob
 from .sysctl import Knob, validate_all
 
@@ -69,7 +68,7 @@ JOURNEY_KNOBS: dict[str, Knob] = {k.name: k for k in [
 ]}
 
 # Addresses of the two-interface router the packet crosses (eth0 -> eth1).
-_SRC, _DST = "10.1.0.2", "130.0.0.1"
+_SRC, _DST, _GW = "10.1.0.2", "130.0.0.1", "192.0.2.254"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,9 +197,11 @@ class Journey(list):
 def journey_router(kernel: str, cpu: str, nic: str, mtu: int) -> Router:
     """The two-interface router the journey (and its tests) use: eth0 -> eth1."""
     devices = [Device("eth0", nic, 0), Device("eth1", nic, 0, mtu=mtu)]
-    fib = Fib(routes=[Route("10.1.0.0/16", oif=0), Route("0.0.0.0/0", oif=1)],
+    fib = Fib(routes=[Route("10.1.0.0/16", oif=0), Route("192.0.2.0/24", oif=1),
+                      Route("0.0.0.0/0", oif=1, gateway=_GW)],
               local_addrs=["10.1.255.254", "192.0.2.1"])
-    return Router(kernel, cpu, devices, fib, seed=0)
+    # the gateway is resolved (REACHABLE), as on a router that has been up a while
+    return Router(kernel, cpu, devices, fib, seed=0, arp_static=[(1, _GW)])
 
 
 def journey_trace(length: int, ttl: int, df: bool, cloned: bool, t: float = 0.001,
@@ -345,9 +346,9 @@ class _Walk:
                  "route")
         if hit:
             return
-        # The slow path, run by the model's own RouteCache on an empty cache.
-        cache = RouteCache(r.kernel, r.sysctl["rt_buckets"], r.sysctl, r.ncpus, self.c,
-                           r.sysctl["rcu_maxbatch"], np.random.default_rng(0))
+        # The slow path, run by the model's own stage objects on an empty cache
+        # (a run's RouteCache, with the neighbour table the gateway is in).
+        cache = Run(r, self.tr, 1.0).cache
         tr = self.tr
         h = int(cache.rt_hash(tr.daddr, tr.saddr, tr.iif, tr.tos)[0])
         key = (int(tr.daddr[0]) << 32) | int(tr.saddr[0])
@@ -367,8 +368,13 @@ class _Walk:
                  "below gc_thresh: no GC", "route")
         note = ("never inserted: freed at once (the 2.4.24-nocache hack)"
                 if r.kernel.cache_insert == "nocache" else "insert at the head of the chain")
+        bind = cache.neigh_s
         self.add("insert into the cache", "net/ipv4/route.c rt_intern_hash",
-                 secs - slow - fib - alloc, note, "route")
+                 secs - slow - fib - alloc - bind, note, "route")
+        if cache.arp is not None:
+            self.add("bind the route to its next hop", "net/ipv4/arp.c arp_bind_neighbour",
+                     bind, "neigh_lookup finds the gateway's entry (resolved): the route "
+                     "holds it until dst_destroy", "route")
 
     def forward(self, verdict: int, cow: bool, fwd_cost: float) -> None:
         v = self.v

@@ -8,17 +8,23 @@ from (tags refer to ``kernel.md``).
 profile            what it is
 =================  ==========================================================
 ``2.0``            No route cache: a FIB lookup per packet.  Story 1's
-                   baseline ("treat 2.0 as no route cache GC storm").
+                   baseline ("treat 2.0 as no route cache GC storm").  Its
+                   ARP is not modelled (no neighbour table).
 ``2.4.18``         Route cache with the unkeyed XOR/shift hash, no chain
                    limit on insert, gc_min_interval 5 s, no secret rebuild,
                    rt_score low bits = use count. [K2418]
-``2.4.24``         jhash keyed by ``rt_hash_rnd`` (re-randomised on flush),
-                   insert trims a chain when it is longer than gc_elasticity
-                   *or* longer than 1 with a non-valuable candidate (about 2
-                   ordinary entries per bucket), gc_min_interval 0.5 s,
-                   secret_interval 600 s, HZ=100, no RCU (rwlock per
-                   bucket: freed entries go straight to dst_free).  2.4.24
-                   itself was not read; we take 2.4.22 [K2422] as its model.
+``2.4.22``         jhash keyed by ``rt_hash_rnd``; insert trims a chain when
+                   it is longer than gc_elasticity *or* longer than 1 with a
+                   non-valuable candidate (about 2 ordinary entries per
+                   bucket); rt_score low bits = use count; gc_min_interval
+                   0.5 s. [V2422], sources.md [2.4.x]
+``2.4.24``         As 2.4.22 but insert trims only chains of more than
+                   gc_elasticity (8) entries, so chains reach 9, and rt_score
+                   is age-based (both since 2.4.23) [24] net/ipv4/route.c
+                   rt_intern_hash, rt_score.  HZ=100, no RCU (rwlock per
+                   bucket: freed entries go straight to dst_free), 2.4's
+                   do_softirq (a softirq that re-raises itself wakes
+                   ksoftirqd at once) [24] kernel/softirq.c.
 ``2.4.24-nocache`` 2.4.24 with story 1's hack: rt_intern_hash frees the new
                    entry instead of inserting it, so every packet allocates,
                    uses and frees its own dst, which lands on the dst garbage
@@ -26,9 +32,10 @@ profile            what it is
 ``2.6.0``          2.6-style insert (trim only above gc_elasticity), rt_score
                    low bits = NOT(age), HZ=1000, NAPI drivers, entries freed
                    through RCU with vanilla quiescent states (context switch,
-                   tick in user mode, idle). [K2611] for the route cache.
+                   tick in user mode, idle), 2.6's do_softirq (up to 10
+                   restarts). [260]
 ``2.6.0-rcu-iter`` 2.6.0 + the earlier rcu-softirq patch: the end of each
-                   ``__do_softirq`` invocation (all its restarts) is also a
+                   ``do_softirq`` invocation (all its restarts) is also a
                    quiescent state.  Our reading of "each full pass of the
                    softirq loop"; stated as an interpretation.
 ``2.6.0-rcu-bh``   2.6.0 + Dipankar Sarma's call_rcu_bh patch (1 Apr 2004):
@@ -36,6 +43,10 @@ profile            what it is
                    state for route-cache frees.
 ``2.6.1``          Same route-cache behaviour as 2.6.0 (story 1's 2.6 box).
 =================  ==========================================================
+
+Every profile with a route cache also has the neighbour table and ARP
+(routelab.core.neighbour, routelab.ipv4.arp; 2.4.24 and 2.6.0 are the same
+there [24][260]).
 """
 
 from __future__ import annotations
@@ -78,6 +89,13 @@ class KernelProfile:
     check_expire_random : bool
         First rt_check_expire firing randomised in [interval, 2 interval).
     source : str
+    softirq : str
+        ``"2.4"``: do_softirq reruns only softirqs raised for the first time
+        during its pass, so a NET_RX that re-raises itself wakes ksoftirqd at
+        once [24] kernel/softirq.c; ``"2.6"``: up to MAX_SOFTIRQ_RESTART
+        passes [260].
+    neighbours : bool
+        The neighbour table and ARP are modelled (not for 2.0).
     rcu_maxbatch : int
         RCU callbacks per tasklet run, 0 = all.  The 2.6.0/2.6.1 profiles run
         every ready callback at once: Sarma's tests compared vanilla 2.6.0 with
@@ -99,28 +117,35 @@ class KernelProfile:
     check_expire_random: bool
     source: str
     rcu_maxbatch: int = 0
+    softirq: str = "2.6"
+    neighbours: bool = True
 
 
 KERNELS: dict[str, KernelProfile] = {p.name: p for p in [
     KernelProfile("2.0", False, "normal", "jhash", "none", "use", "none", 100, False,
                   0.5, 0.0, False,
-                  "Story 1's reference: plain FIB lookup per packet, no route cache."),
+                  "Story 1's reference: plain FIB lookup per packet, no route cache.",
+                  softirq="2.4", neighbours=False),
     KernelProfile("2.4.18", True, "normal", "fold", "none", "use", "none", 100, False,
-                  5.0, 0.0, False, "[K2418] net/ipv4/route.c, net/core/dst.c"),
-    KernelProfile("2.4.24", True, "normal", "jhash", "2.4", "use", "none", 100, False,
-                  0.5, 600.0, True, "[K2422] taken as the model of 2.4.24"),
-    KernelProfile("2.4.24-nocache", True, "nocache", "jhash", "2.4", "use", "none", 100,
+                  5.0, 0.0, False, "[K2418] net/ipv4/route.c, net/core/dst.c", softirq="2.4"),
+    KernelProfile("2.4.22", True, "normal", "jhash", "2.4", "use", "none", 100, False,
+                  0.5, 600.0, True, "[V2422] net/ipv4/route.c (nslu2 2.4.22-xfs tree)",
+                  softirq="2.4"),
+    KernelProfile("2.4.24", True, "normal", "jhash", "2.6", "age", "none", 100, False,
+                  0.5, 600.0, True, "[24] linux-history tag 2.4.24 net/ipv4/route.c",
+                  softirq="2.4"),
+    KernelProfile("2.4.24-nocache", True, "nocache", "jhash", "2.6", "age", "none", 100,
                   False, 0.5, 600.0, True,
-                  "[K2422] + Wolfgang Walter's rt_intern_hash hack (story 1)"),
+                  "[24] + Wolfgang Walter's rt_intern_hash hack (story 1)", softirq="2.4"),
     KernelProfile("2.6.0", True, "normal", "jhash", "2.6", "age", "vanilla", 1000, True,
-                  0.5, 600.0, True, "[K2611] route cache; vanilla 2.6.0 RCU (kernel.md s4)"),
+                  0.5, 600.0, True, "[260] route cache; vanilla 2.6.0 RCU (kernel.md s4)"),
     KernelProfile("2.6.0-rcu-iter", True, "normal", "jhash", "2.6", "age", "iter", 1000, True,
                   0.5, 600.0, True, "2.6.0 + earlier rcu-softirq patch (stories.md s2)"),
     KernelProfile("2.6.0-rcu-bh", True, "normal", "jhash", "2.6", "age", "bh", 1000, True,
                   0.5, 600.0, True,
                   "2.6.0 + call_rcu_bh patch, LKML <20040331214342.GD4543@in.ibm.com>"),
     KernelProfile("2.6.1", True, "normal", "jhash", "2.6", "age", "vanilla", 1000, True,
-                  0.5, 600.0, True, "[K2611] taken as the model of 2.6.1"),
+                  0.5, 600.0, True, "[261] taken as 2.6.0 for the route cache"),
 ]}
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import costs as _costs
-from .core.skbuff import PacketTrace
+from .core.skbuff import KIND, PacketTrace
 from .ipv4 import ip_forward as _ipf
 from .ipv4 import ip_input as _ipin
 from .ipv4 import ip_output as _ipout
@@ -26,10 +26,10 @@ from .ipv4.fib import RTN
 from .ipv4.icmp import icmp_error_len
 
 __all__ = ["prepare", "classify", "column_data", "C_FWD", "C_HDR", "C_MARTIAN", "C_TTL",
-           "C_FRAGNEED", "C_LOCAL", "C_NOROUTE", "C_REDIR", "LL_RESERVED"]
+           "C_FRAGNEED", "C_LOCAL", "C_NOROUTE", "C_REDIR", "C_ARP", "LL_RESERVED"]
 
-# packet classes after the array stages
-C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_REDIR = range(8)
+# packet classes after the array stages (C_ARP: an ARP frame, for arp_rcv)
+C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_REDIR, C_ARP = range(9)
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
 
 
@@ -44,7 +44,7 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     mtu = np.array([d.mtu for d in devs], dtype=np.int64)
     speed = np.array([d.speed for d in devs], dtype=np.float64)
     iif = tr.iif.astype(np.int64)
-    p = {"iif": iif, "saddr": tr.saddr}
+    p = {"iif": iif, "saddr": tr.saddr, "kind": tr.kind}
     p["cpu"] = dev_cpu[iif]
     p["napi"] = napi[iif]
     # receive cost: NAPI poll share, or hard IRQ + netif_rx backlog (2.4); a
@@ -126,13 +126,21 @@ def classify(r, p: dict) -> None:
         path[odd] = v
     # leaving by the interface it came in on: ip_forward may send a redirect
     cls[(cls == C_FWD) & (p["oif"] == p["iif"])] = C_REDIR
+    # ARP frames (packets born in the run: replies to the router's requests)
+    # go from netif_receive_skb to arp_rcv: no IP stages at all
+    arp = np.flatnonzero(p["kind"] == KIND["arp"])
+    if arp.size:
+        cls[arp] = C_ARP
+        path[arp] = c["arp_rcv"]
     p["cls"] = cls
     p["path_cost"] = path
     # everything a packet costs that does not depend on state: receive, route
-    # lookup (not reached by a bad header) and path
+    # lookup (not reached by a bad header, nor by ARP) and path
     routed = p["route_hit_cost"] + path
     hdr = np.flatnonzero(cls == C_HDR)
     routed[hdr] = path[hdr]
+    if arp.size:
+        routed[arp] = path[arp] - c["ip_rcv"]     # (rx_cost counted ip_rcv)
     p["cost"] = p["rx_cost"] + routed
 
 

@@ -36,20 +36,23 @@ import numpy as np
 from . import _malloc
 from . import costs as _costs
 from .core.dev import Device, NetDevice, SoftnetData, flush_tx
-from .core.dst import DstEntry
+from .core.dst import DstEntry, dst_set_expires
+from .core.neighbour import NEIGH_DROP, NEIGH_QUEUED
 from .core.rcu import Rcu
-from .core.skbuff import PacketTrace
-from .core.softirq import Cpu, TimerTick
+from .core.skbuff import KIND, PacketTrace, ip_to_int
+from .core.softirq import MAX_SOFTIRQ_RESTART, Cpu, TimerTick
 from .errors import KnobError
 from .hardware import CpuProfile, cpu_profile
 from .hosts import Host, kind_mask
 from .hosts.echo import PingLog
+from .ipv4.arp import Arp
 from .ipv4.fib import Fib
 from .ipv4.icmp import ICMP_DEST_UNREACH, ICMP_TIME_EXCEEDED, Icmp
 from .ipv4.ip_input import ip_local_deliver
 from .ipv4.route import RouteCache, ip_error, ip_rt_send_redirect, rt_hash_size
 from .kernels import KernelProfile, kernel_profile
 from .prepare import (
+    C_ARP,
     C_FRAGNEED,
     C_FWD,
     C_HDR,
@@ -74,13 +77,15 @@ __all__ = ["Device", "Router", "Run", "OUTCOMES"]
 
 OC = OUTCOMES
 # the packet classes as C constants when compiled
-K_FWD, K_HDR, K_MARTIAN, K_TTL, K_FRAGNEED, K_LOCAL, K_NOROUTE, K_REDIR = (
-    C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_REDIR)
+K_FWD, K_HDR, K_MARTIAN, K_TTL, K_FRAGNEED, K_LOCAL, K_NOROUTE, K_REDIR, K_ARP = (
+    C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_REDIR, C_ARP)
 C_REFUSED = -1            # the route lookup refused it (martian, dst cache overflow)
 # outcomes and ICMP types as constants (C ints when compiled)
 O_FORWARDED, O_TTL, O_FRAG_NEEDED = OC["forwarded"], OC["drop_ttl"], OC["drop_frag_needed"]
 O_NO_ROUTE, O_MARTIAN, O_HDR = OC["drop_no_route"], OC["drop_martian"], OC["drop_hdr"]
 O_QDISC, O_BACKLOG, O_MISSED = OC["drop_qdisc"], OC["drop_backlog"], OC["drop_rx_missed"]
+O_HELD, O_NEIGH_DROP = OC["held_neigh"], OC["drop_neigh"]
+N_QUEUED, N_DROP = NEIGH_QUEUED, NEIGH_DROP
 T_TIME_EXCEEDED, T_DEST_UNREACH = ICMP_TIME_EXCEEDED, ICMP_DEST_UNREACH
 NOT_DROPPED = NO_DROP
 # Runs with more offered packets than this keep only outcome/device/kind/tag
@@ -91,8 +96,18 @@ KEEP_TIMES_MAX = 4_000_000
 # CPU's own stream prefetcher falls behind.  A hint only (see route.pxd);
 # 64-256 measured alike (mixed: ~14 % faster, hit ~6 %, paired runs).
 _COL_AHEAD = 128
-# the route-cache sample columns (Result.cache)
-_SAMPLES = ("entries", "hashed", "garbage", "rcu_pending", "expire", "equilibrium", "rover")
+# the route-cache and neighbour-table sample columns (Result.cache)
+_SAMPLES = ("entries", "hashed", "garbage", "rcu_pending", "expire", "equilibrium", "rover",
+            "neigh_entries", "neigh_incomplete")
+# An ARP request for a host that exists is answered this long after it left.
+# ASSUMED: a PC's ARP reply on a 100 Mbit/s LAN (frame times ~7 us each way,
+# the host's interrupt and arp_rcv): 0.2 ms.
+ARP_REPLY_S = 0.2e-3
+ARP_FRAME_BYTES = 28 + 18     # ARP payload + Ethernet header and FCS (padded to 64)
+
+
+def _every_host_answers(dev: int, addr: int) -> float:
+    return ARP_REPLY_S
 
 
 class Router:
@@ -122,6 +137,18 @@ class Router:
     local_hosts : dict, optional
         ``{IP protocol: Host}``: what ``ip_local_deliver`` hands local
         packets of that protocol to.
+    arp_exists : callable, optional
+        ``arp_exists(dev, addr) -> seconds or None``: how long after an ARP
+        request for ``addr`` on device ``dev`` its reply arrives, ``None`` if
+        no host has that address.  Default: every address answers after
+        ``ARP_REPLY_S``.
+    arp_static : iterable of (device, address), optional
+        Neighbours already resolved (REACHABLE) when the run starts: a router
+        that has been up a while knows its gateways.
+    neighbours : bool
+        Model the neighbour table and ARP (the kernels with a route cache
+        have them); ``False`` leaves them out (every next hop resolved, no
+        cost), as the event-loop reference needs.
     cost_overrides : dict, optional
         ``{function: reference cycles}`` replacing routelab.costs.PATH.
     """
@@ -129,7 +156,8 @@ class Router:
     def __init__(self, kernel: str, cpu: str, devices: list[Device], fib: Fib,
                  sysctl: dict | None = None, ncpus: int | None = None,
                  user_task: bool = False, seed: int = 0, hosts: dict | None = None,
-                 local_hosts: dict | None = None, cost_overrides: dict | None = None) -> None:
+                 local_hosts: dict | None = None, arp_exists=None, arp_static=(),
+                 neighbours: bool = True, cost_overrides: dict | None = None) -> None:
         self.kernel: KernelProfile = kernel_profile(kernel)
         self.cpu: CpuProfile = cpu_profile(cpu)
         self.ncpus = self.cpu.ncpus if ncpus is None else ncpus
@@ -158,6 +186,17 @@ class Router:
         for proto, h in self.local_hosts.items():
             if not (isinstance(proto, int) and 0 <= proto <= 255) or not isinstance(h, Host):
                 raise KnobError("local_hosts", proto, "{IP protocol 0-255: Host}")
+        if arp_exists is not None and not callable(arp_exists):
+            raise KnobError("arp_exists", arp_exists, "a callable (dev, addr) -> seconds or None")
+        self.arp_exists = arp_exists if arp_exists is not None else _every_host_answers
+        self.neighbours = bool(neighbours) and self.kernel.neighbours
+        self.arp_static = []
+        for item in arp_static:
+            dev, addr = item
+            if not (isinstance(dev, int) and 0 <= dev < len(devices)):
+                raise KnobError("arp_static device", dev,
+                                f"a device index in [0, {len(devices) - 1}]")
+            self.arp_static.append((dev, ip_to_int(addr) if isinstance(addr, str) else int(addr)))
         self.sysctl = self._resolve_sysctl(sysctl or {})
         self.costs = _costs.cost_table(self.cpu, cost_overrides)
 
@@ -299,12 +338,33 @@ class Run:
             self.devices.append(nd)
         if self.cache is not None:
             self.cache.devices = self.devices
+        restarts = 1 if k.softirq == "2.4" else MAX_SOFTIRQ_RESTART
         self.cpus = [Cpu(c, k.hz, r.sysctl["netdev_max_backlog"], r.costs.fn["softirq_entry"],
-                         r.user_task, rcu, self.softnet[c], self.devices, self.ledger)
+                         r.user_task, rcu, self.softnet[c], self.devices, self.ledger, restarts)
                      for c in range(r.ncpus)]
         if tick is not None:
             tick.bind(self.cpus, rcu, self.devices, self.ledger, k.hz, r.user_task)
         self.icmp = Icmp(self.devices, r.costs.fn)
+        # the neighbour table and ARP (not for a kernel without a route cache)
+        self.arp: Arp | None = None
+        local = [ip_to_int(a) for a in r.fib.local_addrs]
+        self._router_addr = local[0] if local else 0
+        self._neigh_slots: dict = {}
+        if r.neighbours and self.cache is not None:
+            self.arp = Arp(self.clock, self, r.costs.fn, exists=r.arp_exists,
+                           local_addrs=local, sysctl=r.sysctl, hz=k.hz,
+                           rng=np.random.default_rng([r.seed, 7]), charge=self._neigh_charge)
+            self.cache.arp = self.arp
+            self.cache.dst.neigh_release = self.arp.tbl.neigh_release
+            for dev, addr in r.arp_static:
+                self.arp.prime(dev, addr, 0.0)
+        self._slot_sink = self.ledger.slot("neighbour output (ARP frames, ICMP, kfree_skb)")
+        self._arp_wire = [float(_costs.wire_bytes(ARP_FRAME_BYTES)) * 8.0 / d.speed
+                          if d.speed > 0 else 0.0 for d in r.devices]
+        self._c_kfree = r.costs.fn["kfree_skb"]
+        self._c_icmp = _costs.composed(r.costs.fn, "icmp_send")
+        self._c_arp_xmit = r.costs.fn["dev_queue_xmit"] + r.costs.fn["hard_start_xmit"]
+        self._wno = 0                    # the current window's number
         self.pings = PingLog()
         self.local_hosts = r.local_hosts
         self._slot_timers = self.ledger.slot("timers")
@@ -411,7 +471,7 @@ class Run:
                    rec_next=cython.double, t_end=cython.double, drop_irq=cython.double,
                    e=DstEntry, dv=NetDevice, od=NetDevice, cp=Cpu, rc=RouteCache,
                    lg=Ledger, clock=Clock, icmp=Icmp, pk=Packets, devs=list, cpus=list,
-                   dyn=list, slot_irq=cython.long)
+                   dyn=list, slot_irq=cython.long, nr=cython.long)
     def dispatch(self) -> Result:
         """Run every packet through the stages, in time order; return the result.
 
@@ -439,7 +499,7 @@ class Run:
         report_every = max(1, nwin // 100)
         for wno, (t_end, tr) in enumerate(windows):
             last = wno + 1 == nwin
-            self._t_end, self._last_window = t_end, last
+            self._t_end, self._last_window, self._wno = t_end, last, wno
             p, pk = self._open_window(tr)
             n0 = pk.n0
             n_offered += n0
@@ -493,7 +553,7 @@ class Run:
                     # ---- ip_route_input ----
                     cls = pk.cls[j]
                     e = None
-                    if has_cache and cls != K_HDR:
+                    if has_cache and cls != K_HDR and cls != K_ARP:
                         e = rc.ip_route_input(pk, j, start, cp.num)
                         if e is None and lg.why != NOT_DROPPED:
                             cls = C_REFUSED
@@ -505,8 +565,22 @@ class Run:
                                                 pk.saddr[j])
                         svc += w
                         fin += w
+                    nr = 0
+                    if e is not None and e.hh is not None and not e.hh.connected \
+                            and (cls == K_FWD or cls == K_REDIR):
+                        # ip_finish_output2: the neighbour is not CONNECTED
+                        nr = self._neigh_output(j, e, fin)
+                        w = lg.t
+                        svc += w
+                        fin += w
                     cp.served(start, svc, fin)
-                    if cls == K_FWD or cls == K_REDIR:
+                    if nr != 0:
+                        if nr == N_QUEUED:
+                            lg.drop(j, O_HELD)      # until the neighbour decides
+                        else:
+                            lg.drop(j, O_NEIGH_DROP)
+                            e.refcnt -= 1
+                    elif cls == K_FWD or cls == K_REDIR:
                         # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
                         od = cython.cast(NetDevice, devs[pk.oif[j]])
                         dep = od.dev_queue_xmit(fin, pk.wire[j], e, None, 0)
@@ -531,6 +605,103 @@ class Run:
             if progress_due(self.progress, wno, nwin, report_every):
                 self.progress(min(1.0, t_end / self.duration))
         return self._finish(acc, n_offered, rec_next)
+
+    # -- the neighbour layer: output, its callbacks (the table's sink), ARP ----------
+    def _neigh_output(self, j: int, e, now: float) -> int:
+        """ip_finish_output2 -> neigh_resolve_output for packet ``j`` whose
+        route's neighbour is not CONNECTED; returns the table's verdict
+        (``NEIGH_XMIT``, ``NEIGH_QUEUED``, ``NEIGH_DROP``), seconds in
+        ``ledger.t``.  A queued packet keeps its route reference; the table
+        later hands it to :meth:`neigh_output`, :meth:`neigh_queue_drop` or
+        :meth:`arp_error_report`."""
+        rc, s = self.arp.tbl.neigh_resolve_output(e.neigh, (self._wno, j), e, now)
+        self.ledger.t = s
+        return rc
+
+    def _neigh_charge(self, fn: str, seconds: float) -> None:
+        k = self._neigh_slots.get(fn)
+        if k is None:
+            k = self._neigh_slots[fn] = self.ledger.slot(fn)
+        self.ledger.charge(k, seconds)
+
+    def _mine(self, token) -> int:
+        """The packet index of a queued packet's token, or -1 if it was queued
+        in an earlier window (its outcome there stays ``held_neigh``)."""
+        wno, j = token
+        return j if wno == self._wno else -1
+
+    def neigh_output(self, token, dst, now: float) -> float:
+        """Sink: the neighbour resolved; its queued packet leaves now.
+        (Its output path was charged with its service.)"""
+        j = self._mine(token)
+        if j < 0:
+            dst.refcnt -= 1
+            return 0.0
+        pk = self.pk
+        od = self.devices[pk.value(j, "oif")]
+        dep = od.dev_queue_xmit(now, pk.value(j, "wire"), dst, None, 0)
+        if dep == dep:
+            pk.set(j, "t_depart", dep)
+            self.ledger.drop(j, O_FORWARDED)
+            if od.host_mask and (od.host_mask >> pk.value(j, "kind")) & 1:
+                od.host.deliver(j, dep)
+        else:
+            self.ledger.drop(j, O_QDISC)
+            dst.refcnt -= 1
+        return 0.0
+
+    def neigh_queue_drop(self, token, dst, now: float) -> float:
+        """Sink: pushed out of a full unresolved queue: kfree_skb."""
+        j = self._mine(token)
+        if j >= 0:
+            self.ledger.drop(j, OC["drop_arp_queue"])
+        dst.refcnt -= 1
+        self.ledger.charge(self._slot_sink, self._c_kfree)
+        return self._c_kfree
+
+    def arp_error_report(self, token, dst, now: float) -> float:
+        """Sink: the address never resolved (arp_error_report ->
+        dst_link_failure -> ipv4_link_failure): ICMP host unreachable to the
+        packet's source (through icmp_send's limiter), the route marked to
+        expire now, the packet freed."""
+        j = self._mine(token)
+        t = self._c_kfree
+        if j >= 0:
+            pk = self.pk
+            self.icmp.icmp_send(ICMP_DEST_UNREACH, pk.value(j, "dev"), now, pk.value(j, "iwire"),
+                                pk.value(j, "saddr"), True)
+            self.icmp.host_unreach += 1
+            t += self._c_icmp
+            self.ledger.drop(j, OC["drop_neigh_failed"])
+        dst_set_expires(dst, now, 0.0)
+        dst.refcnt -= 1
+        self.ledger.charge(self._slot_sink, t)
+        return t
+
+    def arp_send(self, dev: int, target: int, broadcast: bool, now: float) -> float:
+        """Sink: an ARP request frame leaves by ``dev``."""
+        nd = self.devices[dev]
+        dep = nd.dev_queue_xmit(now, self._arp_wire[dev], None, None, 0)
+        if dep == dep:
+            nd.tx_packets += 1
+        self.ledger.charge(self._slot_sink, self._c_arp_xmit)
+        return self._c_arp_xmit
+
+    def arp_reply_due(self, dev: int, addr: int, t_reply: float) -> None:
+        """Sink: a host answers the request: its ARP reply arrives at ``t_reply``."""
+        self.inject(dict(iif=dev, saddr=addr, daddr=self._router_addr, tos=0, proto=0,
+                         length=28, ttl=64, df=False, cloned=False, headroom=16, hdr_err=0,
+                         kind=KIND["arp"], tag=-1), t_reply)
+
+    def _arp_rcv(self, j: int, d: int, now: float) -> None:
+        """An ARP reply reaches arp_rcv at the end of its service: the neighbour
+        is updated (its queue flushed); that work is charged after it."""
+        pk = self.pk
+        self.ledger.drop(j, OC["arp"])
+        sip = pk.value(j, "saddr")
+        s = self.arp.arp_rcv(d, sip, ("lladdr", sip), now) - self.r.costs.fn["arp_rcv"]
+        if s > 0:
+            self.cpus[self.devices[d].cpu].charge(now, s)
 
     # -- windows ------------------------------------------------------------------------
     def _edges(self) -> np.ndarray:
@@ -600,7 +771,8 @@ class Run:
             stats["rx_fifo"][di] += int(per_dev_missed[di])
             stats["rx_packets"][di] += int(per_dev[di]) - int(per_dev_missed[di])
         received = ~missed & (o != OC["drop_backlog"])
-        mib["InReceives"] += int(np.count_nonzero(received))
+        # (ARP frames are received too, but they are not IP: no InReceives)
+        mib["InReceives"] += int(np.count_nonzero(received & (cls != K_ARP)))
         counts = np.bincount(o[o >= 0], minlength=len(OC))
         for counter, outcome in (("InDiscards", "drop_dst_overflow"),
                                  ("InAddrErrors", "drop_martian"), ("InHdrErrors", "drop_hdr"),
@@ -619,7 +791,7 @@ class Run:
             stats["tx_packets"][di] += int(tx[di])
         if self.cache is not None:
             dev_cpu = np.array([dd.cpu for dd in self.r.devices], dtype=np.int64)
-            looked = received & (cls != K_HDR)
+            looked = received & (cls != K_HDR) & (cls != K_ARP)
             lk = np.bincount(dev_cpu[dev[looked]], minlength=len(self._lookups))
             for cc in range(len(self._lookups)):
                 self._lookups[cc] += int(lk[cc])
@@ -647,14 +819,28 @@ class Run:
         rec["expire"].append(cache.expire / cache.hz)
         rec["equilibrium"].append(cache.equilibrium)
         rec["rover"].append(cache.rover)
+        if self.arp is not None:
+            tbl = self.arp.tbl
+            rec["neigh_entries"].append(tbl.entries)
+            rec["neigh_incomplete"].append(tbl.incomplete())
+        else:
+            rec["neigh_entries"].append(0)
+            rec["neigh_incomplete"].append(0)
 
     def _finish(self, acc: Accumulator, n_offered: int, rec_next: float) -> Result:
         r = self.r
         if self.cache is not None:
             self.cache.finish_stats(self._lookups)
-        # ---- drain: transmit completions after the last arrival ----
+        # ---- drain: transmit completions after the last arrival; packets still
+        # waiting for a resolution stay "held_neigh" and give back their route
+        # reference (so that every reference taken during the run is dropped)
         for nd in self.devices:
             nd.txq.drain()
+        if self.arp is not None:
+            for n in self.arp.tbl:
+                for _token, dst in n.arp_queue:
+                    dst.refcnt -= 1
+                n.arp_queue.clear()
         while rec_next <= self.duration:
             self._record(rec_next)
             rec_next += self.record_every
@@ -677,6 +863,12 @@ class Run:
                         "ksoftirqd_wakeups": [c.ksoftirqd_wakeups for c in cpus]},
         }
         counters["icmp"]["RateLimited"] = self.icmp.limited
+        counters["icmp"]["HostUnreachs"] = self.icmp.host_unreach
+        if self.arp is not None:
+            counters["neigh"] = self.arp.counters()
+            counters["neigh"]["entries"] = self.arp.tbl.entries
+            counters["neigh"]["table_overflows"] = self.cache.neigh_overflows
+        ip_neigh = self.arp.ip_neigh() if self.arp is not None else ""
         res = Result.assemble(r.config(), self.duration, acc, n_offered, counters,
                               [c.ivlog for c in cpus], self.bin_s, self._rec,
                               self.ledger.profile(), self.pings.rtt, self.cache)
@@ -689,6 +881,7 @@ class Run:
         self.clock.runner = None
         for h in list(r.hosts.values()) + list(r.local_hosts.values()):
             h.run = None
+        res.extra["ip_neigh"] = ip_neigh
         res.counters["sched"] = {
             "user_ticks": [c.user_ticks for c in cpus], "slivers": [c.slivers for c in cpus],
             "user_expired": [c.user_expired for c in cpus],
@@ -715,6 +908,8 @@ def _not_forwarded(run, lg: Ledger, icmp: Icmp, pk: Packets, j: int, cls: int, d
     elif cls == K_NOROUTE:
         lg.drop(j, O_NO_ROUTE)
         ip_error(icmp, e, pk.rtype[j], pk.key[j], d, fin, pk.iwire[j], pk.saddr[j])
+    elif cls == K_ARP:
+        run._arp_rcv(j, d, fin)
     elif cls == K_MARTIAN:
         lg.drop(j, O_MARTIAN)
     else:  # K_HDR

@@ -128,7 +128,8 @@ def test_cache_hit_napi_forward_matches_olsson_in_the_router():
     devs = [Device("eth0", "e1000", 0), Device("eth1", "e1000", 0)]
     fib = Fib(routes=[Route("10.0.0.0/8", oif=0), Route("0.0.0.0/0", oif=1)],
               local_addrs=["10.255.255.254"])
-    r = Router("2.6.0", "opteron-2400x2", devs, fib, ncpus=1)
+    r = Router("2.6.0", "opteron-2400x2", devs, fib, ncpus=1,
+               arp_static=[(1, "130.0.0.1")])     # (its next hop resolved)
     tr = PacketTrace.build(np.arange(n) * 1e-7, iif=0, saddr=ip_to_int("10.0.0.5"),
                            daddr=ip_to_int("130.0.0.1"), length=46)
     res = r.run(tr, 0.01)

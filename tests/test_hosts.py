@@ -24,7 +24,9 @@ def fib():
 
 def router(hosts=None, local_hosts=None, kernel="2.4.24", nic="e1000", out_nic=None):
     devs = [Device("eth0", nic, 0), Device("eth1", out_nic or nic, 0)]
-    return Router(kernel, "opteron-2400x2", devs, fib(), hosts=hosts, local_hosts=local_hosts)
+    # (both hosts' addresses already resolved: no ARP exchange in these runs)
+    return Router(kernel, "opteron-2400x2", devs, fib(), hosts=hosts, local_hosts=local_hosts,
+                  arp_static=[(0, IN_HOST), (1, OUT_HOST)])
 
 
 class UdpEcho(Host):
@@ -158,7 +160,8 @@ def test_tx_completion_tells_the_owner_on_time():
 
 def test_a_pair_device_has_no_wire_and_frees_the_frame_at_once():
     r = Router("2.6.0", "opteron-2400x2", [Device("eth0", "e1000", 0),
-                                           Device("veth0", "etun", 0)], fib())
+                                           Device("veth0", "etun", 0)], fib(),
+               arp_static=[(0, IN_HOST), (1, OUT_HOST)])
     from routelab.router import Run
     run = Run(r, udp(1), 1.0)
     o = Owner()

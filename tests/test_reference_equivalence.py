@@ -47,7 +47,8 @@ def make_router(kernel: str, cpu: str = "opteron-2400x2", nic: str = "e1000",
                       Route("198.20.0.0/16", oif=1, rtype="prohibit"),
                       Route("198.21.0.0/16", oif=1, rtype="blackhole")],
               local_addrs=["10.1.255.254", "192.0.2.1"])
-    return Router(kernel, cpu, devices, fib, sysctl=sysctl, ncpus=ncpus, seed=seed)
+    return Router(kernel, cpu, devices, fib, sysctl=sysctl, ncpus=ncpus, seed=seed,
+                  neighbours=False)
 
 
 def make_trace(pps: float, duration: float, *, seed: int = 2, flows: int = 300,

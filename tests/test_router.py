@@ -23,7 +23,9 @@ def make_router(kernel="2.4.24", cpu="opteron-2400x2", nic="e1000", *, out_mtu=1
     if default_route:
         routes.append(Route("0.0.0.0/0", oif=1, gateway="192.0.2.254"))
     fib = Fib(routes=routes, local_addrs=[ROUTER_IN, ROUTER_OUT])
-    return Router(kernel, cpu, devs, fib, ncpus=ncpus, sysctl=sysctl)
+    # (the gateway is resolved, as on a router that has been up a while)
+    return Router(kernel, cpu, devs, fib, ncpus=ncpus, sysctl=sysctl,
+                  arp_static=[(1, "192.0.2.254")])
 
 
 def trace(n, rate=1000.0, **cols):

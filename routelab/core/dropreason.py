@@ -64,6 +64,17 @@ REASONS: tuple[Reason, ...] = (
     Reason("drop_frag_needed", 9, "ip_forward", "FragFails",
            "DF set and larger than the MTU"),
     Reason("drop_qdisc", 10, "dev_queue_xmit", "OutDiscards", "output queue full"),
+    Reason("drop_neigh_overflow", 11, "rt_intern_hash", "",
+           "neighbour table full (\"Neighbour table overflow\"): the new route dropped"),
+    Reason("drop_arp_queue", 12, "neigh_event_send", "unres_discards",
+           "pushed out of a full unresolved queue (the oldest goes)"),
+    Reason("drop_neigh_failed", 13, "neigh_timer_handler", "res_failed",
+           "address never resolved: ICMP host unreachable, freed"),
+    Reason("drop_neigh", 14, "neigh_event_send", "",
+           "neighbour FAILED and no probes configured"),
+    Reason("held_neigh", 15, "neigh_event_send", "",
+           "still waiting in a neighbour's queue when the run (or its window) ended"),
+    Reason("arp", 16, "arp_rcv", "", "an ARP packet, handled by the router's ARP"),
 )
 
 #: name -> code (the ``outcome`` column's values)

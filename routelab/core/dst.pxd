@@ -6,6 +6,11 @@ cimport cython
 from routelab.sim.clock cimport Timer
 from routelab.sim.ledger cimport Ledger
 
+@cython.final
+cdef class HHCache:
+    cdef public bint connected
+
+
 cdef class DstEntry:
     cdef public unsigned long long key      # daddr << 32 | saddr
     cdef public long ik
@@ -26,6 +31,8 @@ cdef class DstEntry:
     cdef public long long rate_tokens
     cdef public double rate_last
     cdef public long long uid
+    cdef public object neigh
+    cdef public HHCache hh
 
     cpdef void _reset(self, long long uid, double now)
 
@@ -39,7 +46,7 @@ cdef class DstOps:
     cdef public long long gc_thresh, entries, _uid
     cdef public DstFamily family
     cdef public Ledger ledger
-    cdef public object on_destroy
+    cdef public object on_destroy, neigh_release
     cdef public list garbage
     cdef public Timer gc_timer
     cdef public double gc_timer_expires, gc_timer_inc
@@ -48,6 +55,6 @@ cdef class DstOps:
     cdef public list gc_run_log
 
     cpdef DstEntry dst_alloc(self, double now, long cpu)
-    cpdef double dst_destroy(self, DstEntry e) except? -1.0
+    cpdef double dst_destroy(self, DstEntry e, double now) except? -1.0
     cpdef double dst_free(self, DstEntry e, double now) except? -1.0
     cpdef double dst_run_gc(self, double now) except? -1.0

@@ -28,8 +28,9 @@ import cython
 from ..sim.clock import Clock
 from ..sim.ledger import Ledger
 
-__all__ = ["DstEntry", "DstFamily", "DstOps", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX",
-           "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED", "HOOKS"]
+__all__ = ["DstEntry", "DstFamily", "DstOps", "HHCache", "dst_set_expires", "DST_GC_MIN",
+           "DST_GC_INC", "DST_GC_MAX", "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED",
+           "HOOKS"]
 
 DST_GC_MIN = 0.1     # HZ/10
 DST_GC_INC = 0.5     # HZ/2
@@ -46,17 +47,36 @@ LIVE, HASHED, RCU_PENDING, GARBAGE, DESTROYED = range(5)
 HOOKS: dict = {"dst_destroy": None}
 
 
+class HHCache:
+    """The hardware-header cache a neighbour shares with its routes.
+
+    Kernel: include/linux/netdevice.h ``struct hh_cache`` and its
+    ``hh_output``: while the neighbour is CONNECTED, packets of every route
+    bound to it go straight to ``dev_queue_xmit`` with the cached header;
+    otherwise through ``neigh_resolve_output``.  ``connected`` is what the
+    run tests per packet (a C field when compiled); the neighbour table keeps
+    it in step with the entry's NUD state.
+    """
+
+    __slots__ = ("connected",)
+
+    def __init__(self) -> None:
+        self.connected = False
+
+
 class DstEntry:
     """A dst_entry / rtable: a cached routing decision.
 
     Only the fields the model uses.  ``key``/``ik`` identify the flow
     (daddr<<32|saddr, iif<<8|tos); ``rtype``/``oif``/``gw`` are the routing
-    decision; ``refcnt`` counts packets (and lookups) holding the entry.
+    decision; ``refcnt`` counts packets (and lookups) holding the entry;
+    ``neigh`` is the neighbour it is bound to (held until ``dst_destroy``)
+    and ``hh`` that neighbour's header cache.
     """
 
     __slots__ = ("key", "ik", "refcnt", "lastuse", "use", "created", "expires", "valuable",
                  "fast_clean", "output_route", "rtype", "oif", "gw", "obsolete", "state",
-                 "bucket", "rate_tokens", "rate_last", "uid")
+                 "bucket", "rate_tokens", "rate_last", "uid", "neigh", "hh")
 
     def __init__(self, uid: int, now: float) -> None:
         self._reset(uid, now)
@@ -82,6 +102,8 @@ class DstEntry:
         self.bucket = -1
         self.rate_tokens = 0
         self.rate_last = 0.0
+        self.neigh = None
+        self.hh = None
 
     def __repr__(self) -> str:
         return (f"DstEntry(uid={self.uid}, refcnt={self.refcnt}, state={self.state}, "
@@ -152,6 +174,9 @@ class DstOps:
         self._c_run = cost["dst_run_gc"]
         self._c_entry = cost["dst_gc_entry"]
         self.on_destroy = HOOKS["dst_destroy"]
+        # neigh_release(n, now) -> seconds, for entries bound to a neighbour
+        # (the neighbour table's; set by the run)
+        self.neigh_release = None
         # statistics
         self.allocated = 0
         self.destroyed = 0
@@ -183,10 +208,13 @@ class DstOps:
         self.ledger.t = t
         return e
 
-    def dst_destroy(self, e: DstEntry) -> float:
+    @cython.locals(t=cython.double)
+    def dst_destroy(self, e: DstEntry, now: float) -> float:
         """Free an entry for good; ``entries`` drops only here.
 
-        Kernel: net/core/dst.c dst_destroy.
+        Kernel: net/core/dst.c dst_destroy: also drops the entry's reference
+        on its neighbour (``neigh_release``, through :attr:`neigh_release`):
+        a dst pins its neighbour until destroyed, not merely unhashed.
         """
         if e.refcnt:
             raise AssertionError(f"dst_destroy of a referenced entry {e!r}")
@@ -195,9 +223,15 @@ class DstOps:
         e.state = DESTROYED
         self.entries -= 1
         self.destroyed += 1
+        t = self._c_destroy
+        if e.neigh is not None:
+            n = e.neigh
+            e.neigh = None
+            e.hh = None
+            t += self.neigh_release(n, now)
         if self.on_destroy is not None:
             self.on_destroy(self, e)
-        return self._c_destroy
+        return t
 
     def dst_free(self, e: DstEntry, now: float) -> float:
         """Release the cache's hold on an entry.
@@ -210,7 +244,7 @@ class DstOps:
         if e.obsolete > 1:
             return 0.0
         if e.refcnt == 0:
-            return self.dst_destroy(e)
+            return self.dst_destroy(e, now)
         e.obsolete = 2
         e.state = GARBAGE
         self.garbage.append(e)
@@ -235,7 +269,7 @@ class DstOps:
             if e.refcnt:
                 keep.append(e)
             else:
-                t += self.dst_destroy(e)
+                t += self.dst_destroy(e, now)
                 destroyed += 1
         walked = len(self.garbage)
         t += walked * self._c_entry
@@ -271,3 +305,14 @@ def dst_release(e: DstEntry) -> None:
     if e.refcnt <= 0:
         raise AssertionError(f"dst_release below zero: {e!r}")
     e.refcnt -= 1
+
+
+def dst_set_expires(e: DstEntry, now: float, timeout: float = 0.0) -> None:
+    """Make the entry expire ``timeout`` seconds from now, unless it already
+    expires sooner.  Kernel: include/net/dst.h dst_set_expires (an expiry
+    of 0 becomes 1 jiffy in the kernel: "now" here).  An entry with an expiry
+    is "valuable" to ``rt_score`` and goes at the GC pass after it passes."""
+    x = now + timeout
+    if not e.expires or x < e.expires:
+        e.expires = x if x > 0 else 1e-9
+    e.valuable = True

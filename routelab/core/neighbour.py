@@ -78,6 +78,7 @@ import numpy as np
 
 from ..errors import KnobError
 from ..sysctl import SYSCTLS
+from .dst import HHCache
 from .skbuff import int_to_ip
 
 __all__ = [
@@ -231,13 +232,14 @@ class Neighbour:
     ``ha`` is an opaque link-layer address (``None`` until learnt).
     """
 
-    __slots__ = ("key", "dev", "hash", "nud_state", "probes", "confirmed", "updated", "used",
-                 "refcnt", "dead", "ha", "type", "arp_queue", "timer")
+    __slots__ = ("key", "dev", "hash", "_nud", "probes", "confirmed", "updated", "used",
+                 "refcnt", "dead", "ha", "type", "arp_queue", "timer", "hh")
 
     def __init__(self, now: float) -> None:
         self.key = 0
         self.dev = 0
         self.hash = 0
+        self.hh = HHCache()       # shared with the routes bound to it
         self.nud_state = NUD_NONE
         self.probes = 0
         self.confirmed = now
@@ -249,6 +251,18 @@ class Neighbour:
         self.type = "unicast"
         self.arp_queue: list[tuple[Any, Any]] = []
         self.timer: _NeighTimer | None = None
+
+    @property
+    def nud_state(self) -> int:
+        """The NUD state; setting it keeps the header cache in step (a
+        CONNECTED entry's routes send straight through it: neigh_connect /
+        neigh_suspect switch ``hh_output``)."""
+        return self._nud
+
+    @nud_state.setter
+    def nud_state(self, state: int) -> None:
+        self._nud = state
+        self.hh.connected = bool(state & NUD_CONNECTED)
 
     @property
     def timer_at(self) -> float:
@@ -866,6 +880,10 @@ class NeighTable:
                   ("periodic_gc_runs", "forced_gc_runs"))
         row = "  ".join(" ".join(f"{c[f]:08x}" for f in g) for g in groups)
         return head + "\n" + row
+
+    def incomplete(self) -> int:
+        """Hashed entries waiting for a resolution (INCOMPLETE)."""
+        return sum(1 for n in self._index.values() if n.nud_state == NUD_INCOMPLETE)
 
     def census(self) -> dict[str, int]:
         """Hashed entries by NUD state name, plus totals (for tests and plots)."""

@@ -23,7 +23,7 @@ __all__ = ["PacketTrace", "KIND", "HDR_ERR", "skb_cow_needed", "ip_to_int", "int
 
 # Traffic classes, used only for plotting and per-class statistics.
 KIND = {"background": 0, "worm": 1, "ping_request": 2, "ping_reply": 3, "flood": 4,
-        "local": 5, "icmp_error": 6}
+        "local": 5, "icmp_error": 6, "reply": 7, "arp": 8}
 KIND_NAMES = {v: k for k, v in KIND.items()}
 
 # Header defects ip_rcv checks for (the generator may inject them).

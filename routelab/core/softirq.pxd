@@ -15,7 +15,7 @@ cpdef double next_tick(double x, long hz)
 
 @cython.final
 cdef class Cpu:
-    cdef public long num, hz, budget, pass_n, restarts
+    cdef public long num, hz, budget, pass_n, restarts, max_restart
     cdef public double jiffy, rr, busy, pass_t0, user_left, ks_left, acct_t0
     cdef public double ksoftirqd_s, ksoftirqd_since
     cdef public bint user, use_rcu, qs_handler, qs_loop, rcu_wake, in_ksoftirqd

@@ -18,8 +18,8 @@ Simplifications (each also said where it happens): hard-IRQ time is charged
 into the same FIFO (it would preempt softirq work, which changes the order of
 completion but not the total); the user task and ksoftirqd are the only
 tasks, with the 2.6 O(1) timeslices of nice 0 and nice 19 and static
-priorities; every kernel gets 2.6's restart rule; the output NIC's
-TX-completion interrupt delay is assumed (``TX_IRQ_DELAY``).
+priorities; the output NIC's TX-completion interrupt delay is assumed
+(``TX_IRQ_DELAY``).
 """
 
 from __future__ import annotations
@@ -69,6 +69,10 @@ class Cpu:
     softnet : SoftnetData    its backlog and softnet counters
     devices : list           every NetDevice (TX completions before RCU callbacks)
     ledger : Ledger
+    max_restart : int
+        ``do_softirq`` passes before ksoftirqd is woken: 10 in 2.6; 1 in 2.4
+        (it never reruns a softirq it already ran, and NET_RX re-raises
+        itself when it stops with work left).
 
     Attributes
     ----------
@@ -84,11 +88,13 @@ class Cpu:
     """
 
     def __init__(self, num: int, hz: int, budget: int, entry_cost: float, user: bool,
-                 rcu, softnet: SoftnetData, devices: list, ledger: Ledger) -> None:
+                 rcu, softnet: SoftnetData, devices: list, ledger: Ledger,
+                 max_restart: int = MAX_SOFTIRQ_RESTART) -> None:
         self.num = num
         self.hz = hz
         self.jiffy = 1.0 / hz
         self.budget = budget
+        self.max_restart = max_restart
         self.rr = entry_cost
         self.user = bool(user)
         self.rcu = rcu
@@ -129,10 +135,12 @@ class Cpu:
         plus the run's entry cost if it starts a run, plus the RCU tasklet if
         a run boundary ran it).
 
-        Kernel: net/core/dev.c net_rx_action: a run ends after ``budget``
-        packets or when more than a jiffy has passed, tested between
-        ``dev->poll`` calls (every ``weight`` packets); then ``do_softirq``
-        restarts (:meth:`do_softirq`).
+        Kernel: net/core/dev.c net_rx_action, process_backlog (2.4.24,
+        2.6.0): a run ends after ``budget`` packets or once ``jiffies -
+        start_time > 1`` (1 to 2 jiffies of work, by where the run began
+        within its jiffy), tested between ``dev->poll`` calls (every
+        ``weight`` packets; every packet of the 2.4 backlog); then
+        ``do_softirq`` restarts or gives up (:meth:`do_softirq`).
         """
         lg = self.ledger
         b = self.busy
@@ -152,7 +160,10 @@ class Cpu:
         svc = cost
         pn = self.pass_n + 1
         p0 = self.pass_t0
-        if pn > self.budget or (start - p0 >= self.jiffy and (pn - 1) % weight == 0):
+        # (the time limit: more than one jiffy has ticked since the run began,
+        # ``jiffies - start_time > 1``: 1 to 2 jiffies of work)
+        if pn > self.budget or (math.floor(start * self.hz) - math.floor(p0 * self.hz) > 1
+                                and (pn - 1) % weight == 0):
             # net_rx_action returns with work left: budget used up, or a jiffy
             # gone (looked at between dev->poll calls, every ``weight`` packets)
             self.softnet.time_squeeze += 1
@@ -244,10 +255,12 @@ class Cpu:
         while it is current, so this is what top shows on the ksoftirqd line,
         hard IRQs that interrupt it included.
 
-        Simplified / unverified: every kernel gets 2.6's restart rule (2.4's
-        ``do_softirq`` is recalled as re-running only softirqs raised *during*
-        its pass, so a NET_RX that re-raises itself would wake ksoftirqd after
-        the first pass, not the tenth); interrupts are instantaneous (hard-IRQ time
+        The restart rule is the kernel's (``max_restart``): 2.6.0 makes up to
+        10 passes; 2.4.24 reruns only softirqs raised for the first time
+        during its pass, so a NET_RX that re-raises itself wakes ksoftirqd
+        after the first pass [24] kernel/softirq.c do_softirq.
+
+        Simplified: interrupts are instantaneous (hard-IRQ time
         is folded into the per-packet costs); the user task and ksoftirqd are
         the only tasks on the CPU; priorities are the static ones (nice 0
         beats nice 19 whatever the sleep bonus); the TX-completion interrupt
@@ -264,7 +277,7 @@ class Cpu:
                 lg.charge(self.slot_rcu, w)
         lg.t = w
         self.restarts += 1
-        if self.restarts < _MAX_RESTART:
+        if self.restarts < self.max_restart:
             return start
         # this do_softirq invocation gives up
         self.restarts = 0

@@ -357,6 +357,17 @@ class Arp:
             t += tbl.neigh_release(n, now)
         return t
 
+    def prime(self, dev: int, addr: int, now: float) -> None:
+        """An entry already resolved (REACHABLE, confirmed ``now``), as a router
+        that has been up a while has for its gateways: created as a lookup
+        would (``neigh_create``), then updated as an ARP reply would."""
+        tbl = self.tbl
+        n, _ = tbl.neigh_lookup_errno(addr, dev, now)
+        if isinstance(n, int):
+            raise RuntimeError(f"cannot prime neighbour {addr:#x} on device {dev}: error {n}")
+        tbl.neigh_update(n, ("lladdr", addr), NUD_REACHABLE, True, True, now)
+        tbl.neigh_release(n, now)
+
     # -- views --------------------------------------------------------------------------------
     def counters(self) -> dict[str, int]:
         """Table counters (arp_cache stat layout) followed by the ARP layer's."""

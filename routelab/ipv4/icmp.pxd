@@ -10,7 +10,7 @@ cdef double _NAN
 cdef class Icmp:
     cdef public list devices
     cdef public dict counters, xrlim, errlim, redir
-    cdef public long long limited
+    cdef public long long limited, host_unreach
     cdef public double send_cost
 
     cpdef bint xrlim_allow(self, object saddr, double now) except -1

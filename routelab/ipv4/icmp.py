@@ -150,6 +150,7 @@ class Icmp:
         self.counters = dict.fromkeys(("OutMsgs", "OutTimeExcds", "OutDestUnreachs",
                                        "OutRedirects", "OutEchoReps", "InEchos"), 0)
         self.limited = 0
+        self.host_unreach = 0          # host unreachable errors for failed resolutions
         self.xrlim: dict = {}
         self.errlim: dict = {}
         self.redir: dict = {}

@@ -79,7 +79,7 @@ cpdef int ip_error(Icmp icmp, object e, long rtype, object key, long d, double n
                    double iwire, object saddr) except -1
 
 cdef long _RTN_LOCAL, _RTN_BROADCAST, _RTN_UNREACHABLE, _RTN_BLACKHOLE, _RTN_PROHIBIT
-cdef long _O_MARTIAN, _O_DST_OVERFLOW, _NO_DROP
+cdef long _O_MARTIAN, _O_DST_OVERFLOW, _NO_DROP, _O_NEIGH_OVERFLOW, _RTN_UNICAST
 
 
 # (not final: a final class cannot override DstFamily.gc in Cython 3; the
@@ -107,6 +107,9 @@ cdef class RouteCache(DstFamily):
     cdef public list devices
     cdef public double _c_kfree
     cdef public long _slot_slow
+    cdef public object arp
+    cdef public long long neigh_overflows
+    cdef public double neigh_s
     cdef public long flushes, hashed
 
     cpdef long long jiffies(self, double t)
@@ -123,3 +126,4 @@ cdef class RouteCache(DstFamily):
     cpdef DstEntry rt_intern_hash(self, DstEntry e, long h, double now, long cpu)
     cpdef double rt_garbage_collect(self, double now, long cpu) except? -1.0
     cpdef double gc(self, double now, long cpu) except? -1.0
+    cpdef bint _bind(self, DstEntry e, double now) except -1

@@ -51,6 +51,8 @@ _RTN_BLACKHOLE = RTN["blackhole"]
 _RTN_PROHIBIT = RTN["prohibit"]
 _O_MARTIAN = OUTCOMES["drop_martian"]
 _O_DST_OVERFLOW = OUTCOMES["drop_dst_overflow"]
+_O_NEIGH_OVERFLOW = OUTCOMES["drop_neigh_overflow"]
+_RTN_UNICAST = RTN["unicast"]
 _NO_DROP = NO_DROP
 
 __all__ = ["RouteCache", "gc_scan_cost", "rt_hash_size", "rt_hash_jhash", "rt_hash_fold",
@@ -300,6 +302,11 @@ class RouteCache(DstFamily):
         self.devices = []     # the run's NetDevices (TX completions before the slow path)
         self._c_kfree = cost["kfree_skb"]
         self._slot_slow = self.ledger.slot("route_slow")
+        # the ARP layer (routelab.ipv4.arp.Arp) new unicast routes bind their
+        # neighbour through (None: no neighbours modelled, e.g. kernel 2.0)
+        self.arp = None
+        self.neigh_overflows = 0       # "Neighbour table overflow." (rt_intern_hash)
+        self.neigh_s = 0.0             # seconds the last insert spent binding
         self.flushes = 0
         self.hashed = 0             # entries currently in the table
         self.gc_log: list[tuple] = []  # (time, cpu, outcome, buckets, entries_visited, freed)
@@ -424,11 +431,12 @@ class RouteCache(DstFamily):
             return e
         self.misses[cpu] += 1
         flush_tx(self.devices, now)
+        self.neigh_s = 0.0
         e = self.ip_route_input_slow(now, cpu, key, ik, hh, pk.rtype[j], pk.oif[j], pk.gw[j],
                                      pk.nrules[j], pk.martian[j])
         ts = lg.t
         lg.svc += ts
-        lg.charge(self._slot_slow, ts)
+        lg.charge(self._slot_slow, ts - self.neigh_s)
         if e is None:
             lg.drop(j, lg.why)
             # the packet's cost assumed a completed path; a refused packet is freed
@@ -470,7 +478,8 @@ class RouteCache(DstFamily):
         back with a reference held for the packet.  The seconds are left in
         ``ledger.t``, the reason of a refusal in ``ledger.why`` (an outcome
         code: ``drop_martian`` or ``drop_dst_overflow``; ``NO_DROP`` if not
-        refused).
+        refused; ``drop_neigh_overflow`` when the new route could not bind a
+        neighbour).
         """
         self._check_args(cpu, h)
         lg = self.ledger
@@ -505,6 +514,9 @@ class RouteCache(DstFamily):
         e.refcnt = 1          # the packet's reference (skb->dst)
         e = self.rt_intern_hash(e, h, now, cpu)
         lg.t = t + lg.t
+        if e is None:
+            lg.why = _O_NEIGH_OVERFLOW
+            return None
         lg.why = _NO_DROP
         return e
 
@@ -515,16 +527,23 @@ class RouteCache(DstFamily):
                    length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
                    scoring=cython.bint, min_score=cython.longlong, s=cython.longlong,
                    t=cython.double, chain=list)
-    def rt_intern_hash(self, e: DstEntry, h: int, now: float, cpu: int) -> DstEntry:
+    def rt_intern_hash(self, e: DstEntry, h: int, now: float, cpu: int) -> DstEntry | None:
         """Insert a new entry at the head of its chain; return the entry used.
 
-        Kernel: net/ipv4/route.c rt_intern_hash.  If an equal key is already
-        cached it is moved to the head and used instead.  Otherwise the chain
-        is trimmed by freeing its lowest-scoring unreferenced entry when it is
-        longer than ``gc_elasticity`` (2.6, 2.4) or, in 2.4.22+, longer than 1
-        with a non-valuable candidate; 2.4.18 never trims.  The ``nocache``
-        profile frees the new entry instead of inserting it (story 1's hack).
-        The seconds are left in ``ledger.t``.
+        Kernel: net/ipv4/route.c rt_intern_hash (2.4.22, 2.4.24, 2.6.0).  If
+        an equal key is already cached it is moved to the head and used
+        instead.  Otherwise the chain is trimmed by freeing its lowest-scoring
+        unreferenced entry when it holds more than ``gc_elasticity`` entries
+        (2.4.23+, 2.6) or, in 2.4.22, more than 1 with a non-valuable
+        candidate; 2.4.18 never trims.  Then a unicast route binds its
+        neighbour (``arp_bind_neighbour``, keyed by the gateway or, on-link,
+        the destination itself).  If the neighbour table is full and its
+        forced GC frees nothing, the forwarding path (softirq: no retry, no
+        route-cache shrink) prints "Neighbour table overflow.", drops the new
+        entry and returns ``None``.  The ``nocache`` profile frees the new
+        entry instead of inserting it (story 1's hack), after binding it.
+        The seconds are left in ``ledger.t``; those spent binding also in
+        :attr:`neigh_s`.
         """
         self._check_args(cpu, h)
         chain = self.table[h]
@@ -557,22 +576,49 @@ class RouteCache(DstFamily):
                 if s <= min_score:
                     cand, min_score = r, s
         t = self._c_intern + length * self._c_step
+        self.neigh_s = 0.0
         if self._nocache:
             # Walter's hack: never insert; the packet keeps its own dst, which
             # is freed at once and so lands on the dst garbage list.
-            t += self.rt_free(e, now, cpu)
+            if not self._bind(e, now):
+                t += self.neigh_s + self.rt_free(e, now, cpu)
+                self.ledger.t = t
+                return None
+            t += self.neigh_s + self.rt_free(e, now, cpu)
             self.ledger.t = t
             return e
         # trim: the lowest-scoring unreferenced entry (the last of equal scores)
         if cand is not None and (long_chain or not (min_score >> 31) & 1):
             chain.remove(cand)
             t += self.rt_free(cand, now, cpu)
+        if not self._bind(e, now):
+            # rt_drop: the packet's reference goes, the entry is freed
+            t += self.neigh_s + self.rt_free(e, now, cpu)
+            self.ledger.t = t
+            return None
+        t += self.neigh_s
         chain.insert(0, e)
         e.state = HASHED
         e.bucket = h
         self.hashed += 1
         self.ledger.t = t
         return e
+
+    def _bind(self, e: DstEntry, now: float) -> bool:
+        """arp_bind_neighbour for a unicast route; False on ENOBUFS (the
+        entry's packet reference is dropped: rt_drop).  Seconds in neigh_s."""
+        if self.arp is None or e.rtype != _RTN_UNICAST:
+            return True
+        gateway = e.gw if e.gw else e.key >> 32        # rt_gateway (rt_set_nexthop)
+        n, s = self.arp.arp_bind_neighbour(e.oif, gateway, now)
+        self.neigh_s = s
+        if isinstance(n, int):
+            self.neigh_overflows += 1
+            e.refcnt -= 1
+            return False
+        e.neigh = n
+        e.hh = n.hh
+        return True
 
     # -- garbage collection ---------------------------------------------------
     @cython.boundscheck(False)

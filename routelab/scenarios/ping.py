@@ -66,7 +66,8 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     far = values["far_end_ms"] / 1e3
     # the pinging host behind eth0, the pinged one (its far end) behind eth1
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
-                    seed=seed, hosts={0: Pinger(), 1: EchoHost(far)})
+                    seed=seed, hosts={0: Pinger(), 1: EchoHost(far)},
+                    arp_static=[(1, UPSTREAM)])
     inside = addr_block(INSIDE_NET, values["hosts"]) + np.uint32(1)
     outside = addr_block(OUTSIDE_NET, values["remote_hosts"]) + np.uint32(1)
     bg = background(rng, pps=values["background_pps"], duration=values["duration"],

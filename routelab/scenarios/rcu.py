@@ -64,6 +64,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
 ]}
 
 SRC_A, SRC_B = 0x0A000001, 0x0B000001   # pktgen boxes behind eth0 and eth2
+SINK_1, SINK_3 = "192.168.1.2", "192.168.3.2"   # next hops behind eth1 and eth3
 
 
 def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
@@ -74,12 +75,17 @@ def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
                Device("eth1", "e1000", 0),
                Device("eth2", "e1000", 1 if two else 0, rx_ring=ring, napi_weight=weight),
                Device("eth3", "e1000", 1 if two else 0)]
-    fib = Fib(routes=[Route("0.0.0.0/0", oif=1, table=100), Route("0.0.0.0/0", oif=3, table=101),
+    # the flood leaves through a next-hop box on each output port (ASSUMED: the
+    # report does not say; what matters is one resolved neighbour per port)
+    fib = Fib(routes=[Route("0.0.0.0/0", oif=1, gateway=SINK_1, table=100),
+                      Route("0.0.0.0/0", oif=3, gateway=SINK_3, table=101),
+                      Route("192.168.1.0/24", oif=1), Route("192.168.3.0/24", oif=3),
                       Route("10.0.0.0/8", oif=0), Route("11.0.0.0/8", oif=2)],
               rules=[Rule(100, 100, iif=0), Rule(101, 101, iif=2)],
               local_addrs=["10.255.255.254", "11.255.255.254"])
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
-                    ncpus=values["cpus"], user_task=values["user_task"], seed=seed)
+                    ncpus=values["cpus"], user_task=values["user_task"], seed=seed,
+                    arp_static=[(1, SINK_1), (3, SINK_3)])
     kw = dict(pps=values["pps_per_port"], flows=values["flows"], flow_len=values["flow_len"],
               order=values["flow_order"])
     gens = [Pktgen(saddr=SRC_A, dev=0, seed=seed * 2 + 1, **kw),

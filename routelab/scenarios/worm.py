@@ -94,7 +94,8 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     rules = [Rule(100, 100, src="10.10.128.0/17"), Rule(110, 100, tos=0x10)]
     fib = Fib(routes=routes, rules=rules, local_addrs=["10.10.255.254", "192.0.2.1"])
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
-                    seed=seed, hosts={0: Pinger(), 1: EchoHost(values["far_end_ms"] / 1e3)})
+                    seed=seed, hosts={0: Pinger(), 1: EchoHost(values["far_end_ms"] / 1e3)},
+                    arp_static=[(1, "192.0.2.254"), (1, "192.0.2.253"), (0, "10.10.255.1")])
     inside = addr_block(INSIDE_NET, values["hosts"]) + np.uint32(1)
     outside = rng.integers(0x01000000, 0xDF000000, 20_000, dtype=np.int64)
     outside = np.where((outside >> 24) == 127, outside ^ 0x80000000, outside).astype(np.uint32)

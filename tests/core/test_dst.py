@@ -178,7 +178,7 @@ def test_entries_drop_only_on_destroy():
     assert ops.entries == 1
     dst_release(e)
     assert ops.entries == 1
-    ops.dst_destroy(e)
+    ops.dst_destroy(e, 0.0)
     assert ops.entries == 0
 
 
@@ -187,11 +187,11 @@ def test_destroy_of_referenced_entry_raises():
     e, _ = alloc(ops, 0, 0)
     dst_hold(e)
     with pytest.raises(AssertionError, match="referenced"):
-        ops.dst_destroy(e)
+        ops.dst_destroy(e, 0.0)
     dst_release(e)
-    ops.dst_destroy(e)
+    ops.dst_destroy(e, 0.0)
     with pytest.raises(AssertionError, match="double destroy"):
-        ops.dst_destroy(e)
+        ops.dst_destroy(e, 0.0)
 
 
 def test_release_below_zero_raises():

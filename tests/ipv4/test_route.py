@@ -173,7 +173,7 @@ def test_cache_uses_profile_hash_and_mask():
 
 
 def test_rt_score_bits():
-    c26, c24 = make_cache("2.6.0"), make_cache("2.4.24")
+    c26, c24 = make_cache("2.6.0"), make_cache("2.4.22")
     old = DstEntry(1, 0.0)
     young = DstEntry(2, 0.0)
     young.lastuse = NOW - 1.0
@@ -190,9 +190,12 @@ def test_rt_score_bits():
     assert not c26.rt_score(bcast, NOW) & (1 << 30)
     bcast.output_route = True
     assert c26.rt_score(bcast, NOW) & (1 << 30)
-    # 2.4: low bits are the use count, age does not matter
+    # 2.4.22: low bits are the use count, age does not matter
     old.use, young.use = 7, 3
     assert c24.rt_score(young, NOW) < c24.rt_score(old, NOW)
+    # 2.4.24 (since 2.4.23) scores by age, as 2.6 does [24] route.c rt_score
+    c2424 = make_cache("2.4.24")
+    assert c2424.rt_score(old, NOW) < c2424.rt_score(young, NOW)
 
 
 @pytest.mark.parametrize("kw, age_s, tmo1_s, tmo2_s, expected", [
@@ -449,10 +452,12 @@ def _chain(c, n, **kw):
 
 @pytest.mark.parametrize("kernel, length, valuable, trimmed", [
     ("2.4.18", 1, False, False), ("2.4.18", 20, False, False),       # no chain limit
-    ("2.4.24", 1, False, False),                                      # length 1: keep
-    ("2.4.24", 2, False, True),                                       # > 1 and not valuable
-    ("2.4.24", 2, True, False),                                       # valuable candidate
-    ("2.4.24", 8, True, False), ("2.4.24", 9, True, True),            # > elasticity
+    ("2.4.22", 1, False, False),                                      # length 1: keep
+    ("2.4.22", 2, False, True),                                       # > 1 and not valuable
+    ("2.4.22", 2, True, False),                                       # valuable candidate
+    ("2.4.22", 8, True, False), ("2.4.22", 9, True, True),            # > elasticity
+    # 2.4.24: only chains of more than gc_elasticity entries, so chains reach 9
+    ("2.4.24", 2, False, False), ("2.4.24", 8, False, False), ("2.4.24", 9, False, True),
     ("2.6.0", 2, False, False), ("2.6.0", 8, False, False),
     ("2.6.0", 9, False, True), ("2.6.0", 9, True, True),
 ])
@@ -485,8 +490,8 @@ def test_intern_candidate_is_lowest_score_unreferenced():
     c.rt_intern_hash(new_entry(c, key=10**6), 5, NOW, 0)
     gone = [e for e in es if e.state != HASHED]
     assert len(gone) == 1 and gone[0].lastuse == NOW - 700.0   # oldest not held
-    # 2.4: the least used one
-    c = make_cache("2.4.24", buckets=16)
+    # 2.4.22: the least used one
+    c = make_cache("2.4.22", buckets=16)
     es = [put(c, 5, use=u, lastuse=NOW - 1) for u in (9, 2, 5)]
     c.rt_intern_hash(new_entry(c, key=10**6), 5, NOW, 0)
     assert [e.state for e in es] == [HASHED, DESTROYED, HASHED]
