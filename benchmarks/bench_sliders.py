@@ -59,7 +59,8 @@ SWEEPS = {
     "ping_df": [True, False],
     # notebook 01: moves a student makes from the defaults
     "worm_hosts": [0, 1, 2, 5, 3],
-    "scan_pps": [1000.0, 3000.0, 8000.0, 6000.0],
+    "welchia_pps": [50.0, 300.0, 1000.0, 140.0],
+    "outside_welchia": [0, 6, 12, 30, 0],
     "gc_thresh": [256, 1024, 8192, 2048],
     "max_size": [512, 4096, 65536, 32768],
     "gc_min_interval": [0.0, 1.0, 2.0, 0.5],

@@ -11,8 +11,8 @@ from __future__ import annotations
 from .ipv4.route import STAT_FIELDS
 from .result import Result
 
-__all__ = ["rt_cache_stat", "rt_cache_stat_table", "netstat_i", "snmp", "perf_top",
-           "softnet_stat", "dev_counters"]
+__all__ = ["arp_cache_stat", "ip_neigh", "rt_cache_stat", "rt_cache_stat_table", "netstat_i",
+           "snmp", "perf_top", "softnet_stat", "dev_counters"]
 
 
 def rt_cache_stat(res: Result, *, header: bool = False) -> str:
@@ -123,4 +123,37 @@ def perf_top(res: Result, limit: int = 15) -> str:
     for name, secs in list(prof.items())[:limit]:
         lines.append(f"{100 * secs / tot:8.2f}%  {100 * secs / total_cpu:6.2f}%  "
                      f"{secs * hz / 1e6:9.2f}  {name}")
+    return "\n".join(lines)
+
+
+def arp_cache_stat(res: Result) -> str:
+    """The neighbour table's counters in the hex layout of /proc/net/stat/arp_cache.
+
+    2.4.24 and 2.6.0 keep these counters (or fewer) but export no such file:
+    it first appears in 2.6.9, whose column layout this follows (one row:
+    the model has one table-wide set, not one per CPU).  Empty without a
+    neighbour table (kernel 2.0, ``neighbours=False``).
+    """
+    from .core.neighbour import STAT_FIELDS
+
+    c = res.counters.get("neigh")
+    if c is None:
+        return ""
+    head = ("entries  allocs destroys hash_grows  lookups hits  res_failed  "
+            "rcv_probes_mcast rcv_probes_ucast  periodic_gc_runs forced_gc_runs")
+    groups = (("entries",), ("allocs", "destroys", "hash_grows"), ("lookups", "hits"),
+              ("res_failed",), ("rcv_probes_mcast", "rcv_probes_ucast"),
+              ("periodic_gc_runs", "forced_gc_runs"))
+    assert sum(len(g) for g in groups) == len(STAT_FIELDS)
+    row = "  ".join(" ".join(f"{int(c[f]):08x}" for f in g) for g in groups)
+    return head + "\n" + row
+
+
+def ip_neigh(res: Result, limit: int = 20) -> str:
+    """``ip neigh``-like listing of the neighbour table at the end of the run
+    (the first ``limit`` entries, then a count of the rest)."""
+    text = res.extra.get("ip_neigh", "")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... and {len(lines) - limit} more entries"]
     return "\n".join(lines)

@@ -151,13 +151,21 @@ class Router:
         cost), as the event-loop reference needs.
     cost_overrides : dict, optional
         ``{function: reference cycles}`` replacing routelab.costs.PATH.
+    trace_neighbours : bool
+        Record the neighbour table's events (created, solicit, queued,
+        queue drop, failed, resolved, destroyed, forced gc, table full, and
+        the ICMP and route expiry of each failed packet) in
+        ``Result.extra["neigh_log"]`` as ``(time, event, address, state,
+        info)`` tuples.  For small teaching runs: the log grows without
+        bound.
     """
 
     def __init__(self, kernel: str, cpu: str, devices: list[Device], fib: Fib,
                  sysctl: dict | None = None, ncpus: int | None = None,
                  user_task: bool = False, seed: int = 0, hosts: dict | None = None,
                  local_hosts: dict | None = None, arp_exists=None, arp_static=(),
-                 neighbours: bool = True, cost_overrides: dict | None = None) -> None:
+                 neighbours: bool = True, cost_overrides: dict | None = None,
+                 trace_neighbours: bool = False) -> None:
         self.kernel: KernelProfile = kernel_profile(kernel)
         self.cpu: CpuProfile = cpu_profile(cpu)
         self.ncpus = self.cpu.ncpus if ncpus is None else ncpus
@@ -190,6 +198,7 @@ class Router:
             raise KnobError("arp_exists", arp_exists, "a callable (dev, addr) -> seconds or None")
         self.arp_exists = arp_exists if arp_exists is not None else _every_host_answers
         self.neighbours = bool(neighbours) and self.kernel.neighbours
+        self.trace_neighbours = bool(trace_neighbours)
         self.arp_static = []
         for item in arp_static:
             dev, addr = item
@@ -358,6 +367,8 @@ class Run:
             self.cache.dst.neigh_release = self.arp.tbl.neigh_release
             for dev, addr in r.arp_static:
                 self.arp.prime(dev, addr, 0.0)
+            if r.trace_neighbours:
+                self.arp.tbl.log = []
         self._slot_sink = self.ledger.slot("neighbour output (ARP frames, ICMP, kfree_skb)")
         self._arp_wire = [float(_costs.wire_bytes(ARP_FRAME_BYTES)) * 8.0 / d.speed
                           if d.speed > 0 else 0.0 for d in r.devices]
@@ -668,12 +679,19 @@ class Run:
         t = self._c_kfree
         if j >= 0:
             pk = self.pk
-            self.icmp.icmp_send(ICMP_DEST_UNREACH, pk.value(j, "dev"), now, pk.value(j, "iwire"),
-                                pk.value(j, "saddr"), True)
+            dep = self.icmp.icmp_send(ICMP_DEST_UNREACH, pk.value(j, "dev"), now,
+                                      pk.value(j, "iwire"), pk.value(j, "saddr"), True)
             self.icmp.host_unreach += 1
+            log = self.arp.tbl.log
+            if log is not None:
+                log.append((now, "host unreachable" if dep == dep else "icmp rate-limited",
+                            dst.key >> 32, "", pk.value(j, "saddr")))
             t += self._c_icmp
             self.ledger.drop(j, OC["drop_neigh_failed"])
         dst_set_expires(dst, now, 0.0)
+        log = self.arp.tbl.log
+        if log is not None:
+            log.append((now, "route expires", dst.key >> 32, "", dst.expires))
         dst.refcnt -= 1
         self.ledger.charge(self._slot_sink, t)
         return t
@@ -868,7 +886,9 @@ class Run:
             counters["neigh"] = self.arp.counters()
             counters["neigh"]["entries"] = self.arp.tbl.entries
             counters["neigh"]["table_overflows"] = self.cache.neigh_overflows
-        ip_neigh = self.arp.ip_neigh() if self.arp is not None else ""
+        ip_neigh = (self.arp.tbl.ip_neigh({i: d.name for i, d in enumerate(r.devices)})
+                    if self.arp is not None else "")
+        neigh_log = self.arp.tbl.log if self.arp is not None else None
         res = Result.assemble(r.config(), self.duration, acc, n_offered, counters,
                               [c.ivlog for c in cpus], self.bin_s, self._rec,
                               self.ledger.profile(), self.pings.rtt, self.cache)
@@ -882,6 +902,8 @@ class Run:
         for h in list(r.hosts.values()) + list(r.local_hosts.values()):
             h.run = None
         res.extra["ip_neigh"] = ip_neigh
+        if neigh_log is not None:
+            res.extra["neigh_log"] = neigh_log
         res.counters["sched"] = {
             "user_ticks": [c.user_ticks for c in cpus], "slivers": [c.slivers for c in cpus],
             "user_expired": [c.user_expired for c in cpus],

@@ -179,7 +179,9 @@ SYSCTLS: dict[str, Knob] = {k.name: k for k in [
        "net.ipv4.route.max_size", "ip_rt_max_size"),
     _k("gc_min_interval", None, float, 0.0, 60.0, "s",
        "GC calls closer together than this are skipped (gc_ignored) unless the "
-       "cache is full (default: 5 s in 2.4.18, 0.5 s in 2.4.22+/2.6).",
+       "cache is full (default: 5 s in 2.4.18, 0.5 s in 2.4.22+/2.6). /proc shows it "
+       "in whole seconds (proc_dointvec_jiffies), so the 0.5 s default reads 0; "
+       "writing 0 sets 0 jiffies (no spacing at all).",
        "net.ipv4.route.gc_min_interval", "ip_rt_gc_min_interval", step=0.05),
     _k("gc_timeout", 300.0, float, 0.01, 86_400.0, "s",
        "Starting value and ceiling of the GC's 'expire' age, and the age at which "

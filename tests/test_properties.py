@@ -198,7 +198,7 @@ def test_invariants_hold_in_the_worm_scenario(kernel):
 
     with pytest.MonkeyPatch.context() as mp:
         w = Watch(mp)
-        res = worm.run(seed=2, kernel=kernel, duration=0.5, ram_mb=16, gc_thresh=32,
+        res = worm.run(seed=2, kernel=kernel, duration=0.5, ram_mb=64, gc_thresh=32,
                        max_size=128)
     assert w.samples > 0
     _check_result(res, w.runs[0], w.destroyed)
@@ -247,3 +247,28 @@ def test_invariants_with_receive_work_on_both_cpus(kernel):
     for uid, t_free in freed.items():
         covering = (starts >= queued[uid]) & (ends <= t_free)
         assert covering.any(), (uid, queued[uid], t_free)
+
+
+def test_invariants_hold_while_the_neighbour_table_overflows():
+    # 2.4.24 with a small ARP table: dead on-link probes queue skbs (each
+    # holding its dst), time out to FAILED, and meet a full table; every dst
+    # reference the queues took must be returned and every packet accounted for
+    from routelab.scenarios import worm
+
+    with pytest.MonkeyPatch.context() as mp:
+        w = Watch(mp)
+        res = worm.run(seed=3, kernel="2.4.24", duration=5.0, worm_hosts=3, worm_kind="mixed",
+                       outside_welchia=2, neigh_gc_thresh3=256, active_hosts=40)
+    run = w.runs[0]
+    _check_result(res, run, w.destroyed)
+    oc = res.outcome_counts(offered_only=False)
+    # (each probe has its own address, so no queue outgrows unres_qlen here;
+    # tests/test_neighbour.py covers that limit)
+    assert oc["drop_neigh_failed"] > 0 and oc["drop_neigh_overflow"] > 0
+    tbl = run.arp.tbl
+    c = tbl.census()
+    assert c["entries"] == tbl.entries <= 256 + 1   # neigh_alloc refuses only above gc_thresh3
+    assert tbl.incomplete() == c["INCOMPLETE"]       # the running count matches a recount
+    qlen = tbl.parms.queue_len
+    for n in tbl:
+        assert n.refcnt >= 1 and not n.dead and len(n.arp_queue) <= qlen

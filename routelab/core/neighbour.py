@@ -233,9 +233,14 @@ class Neighbour:
     """
 
     __slots__ = ("key", "dev", "hash", "_nud", "probes", "confirmed", "updated", "used",
-                 "refcnt", "dead", "ha", "type", "arp_queue", "timer", "hh")
+                 "refcnt", "dead", "ha", "type", "arp_queue", "timer", "hh", "_count")
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, count: list | None = None) -> None:
+        # the table's one-element count of hashed INCOMPLETE entries, kept up
+        # to date by the state setter and by NeighTable._unlink
+        self._count = count if count is not None else [0]
+        self._nud = NUD_NONE
+        self.dead = True          # not yet (or no longer) in the hash table
         self.key = 0
         self.dev = 0
         self.hash = 0
@@ -246,7 +251,6 @@ class Neighbour:
         self.updated = now
         self.used = now
         self.refcnt = 1
-        self.dead = True          # not yet (or no longer) in the hash table
         self.ha: Any = None
         self.type = "unicast"
         self.arp_queue: list[tuple[Any, Any]] = []
@@ -261,6 +265,8 @@ class Neighbour:
 
     @nud_state.setter
     def nud_state(self, state: int) -> None:
+        if not self.dead and (self._nud == NUD_INCOMPLETE) != (state == NUD_INCOMPLETE):
+            self._count[0] += 1 if state == NUD_INCOMPLETE else -1
         self._nud = state
         self.hh.connected = bool(state & NUD_CONNECTED)
 
@@ -380,7 +386,11 @@ class NeighTable:
         # order they became so: the only candidates of neigh_forced_gc
         self._unpinned: dict[Neighbour, None] = {}
         self._timer_pool: list[_NeighTimer] = []
+        self._n_incomplete = [0]
         self.entries = 0
+        #: ``None``, or a list that collects ``(time, event, key, state, info)``
+        #: tuples as the table works (for teaching figures; off by default)
+        self.log: list | None = None
         for f in STAT_FIELDS[1:] + EXTRA_FIELDS:
             setattr(self, f, 0)
         self.neigh_table_init(now)
@@ -399,6 +409,11 @@ class NeighTable:
         self._c_timer = c["neigh_timer_handler"]
         self._c_event = c["neigh_event_send"]
         self._c_update = c["neigh_update"]
+
+    def _note(self, now: float, event: str, n: Neighbour | None, info: Any = None) -> None:
+        """Append one event to :attr:`log` (the callers test it is not ``None``)."""
+        self.log.append((now, event, n.key if n is not None else None,
+                         n.state_name if n is not None else "", info))
 
     def _own(self, fn: str, seconds: float) -> float:
         self.charge(fn, seconds)
@@ -495,6 +510,8 @@ class NeighTable:
             t += self.sink.neigh_queue_drop(j, dst, now)
         self.entries -= 1
         self.destroys += 1
+        if self.log is not None:
+            self._note(now, "destroyed", n)
         return t + self._own("neigh_destroy", self._c_destroy)
 
     # -- lookup and creation ------------------------------------------------------------------
@@ -529,8 +546,10 @@ class NeighTable:
             shrunk, t = self.neigh_forced_gc(now)
             if not shrunk and self.entries > self.gc_thresh3:
                 self.table_fulls += 1
+                if self.log is not None:
+                    self._note(now, "table full", None, self.entries)
                 return None, t
-        n = Neighbour(now)
+        n = Neighbour(now, self._n_incomplete)
         self.allocs += 1
         self.entries += 1
         return n, t + self._own("neigh_alloc", self._c_alloc)
@@ -567,7 +586,11 @@ class NeighTable:
         chain.insert(0, n)
         self._index[(dev, key)] = n
         n.dead = False
+        if n.nud_state == NUD_INCOMPLETE:       # (constructors leave NONE or NOARP)
+            self._n_incomplete[0] += 1
         self.neigh_hold(n)
+        if self.log is not None:
+            self._note(now, "created", n, self.entries)
         return n, t + self._own("neigh_create", self._c_create + steps * self._c_step)
 
     def neigh_lookup_errno(self, key: int, dev: int, now: float) -> tuple[Neighbour | int, float]:
@@ -582,6 +605,8 @@ class NeighTable:
         return n, t + t2
 
     def _unlink(self, n: Neighbour) -> None:
+        if n.nud_state == NUD_INCOMPLETE:
+            self._n_incomplete[0] -= 1
         self.buckets[n.hash].remove(n)
         del self._index[(n.dev, n.key)]
         self._unpinned.pop(n, None)
@@ -609,6 +634,8 @@ class NeighTable:
             self._unlink(n)
             t += self.neigh_release(n, now)
         self.last_flush = now
+        if self.log is not None:
+            self._note(now, "forced gc", None, (visited, len(victims)))
         walk = (self._c_fgc + (NEIGH_HASHMASK + 1) * self._c_bucket + visited * self._c_entry)
         return bool(victims), t + self._own("neigh_forced_gc", walk)
 
@@ -676,6 +703,8 @@ class NeighTable:
             n.nud_state = NUD_FAILED
             self.res_failed += 1
             q = n.arp_queue
+            if self.log is not None:
+                self._note(now, "failed", n, len(q))
             # the error report may re-enter the table and revive the entry: stop then
             while n.nud_state == NUD_FAILED and q:
                 j, dst = q.pop(0)
@@ -685,6 +714,8 @@ class NeighTable:
                 t += self.sink.neigh_queue_drop(j, dst, now)
             return t + self.neigh_release(n, now)
         self._mod_timer(n, now + p.retrans_time)
+        if self.log is not None:
+            self._note(now, "solicit", n, n.probes + 1)
         t += self.solicit(n, now)
         n.probes += 1
         return t
@@ -718,6 +749,8 @@ class NeighTable:
                 n.nud_state = NUD_INCOMPLETE
                 self.neigh_hold(n)
                 self._mod_timer(n, now + p.retrans_time)
+                if self.log is not None:
+                    self._note(now, "solicit", n, n.probes + 1)
                 t += self.solicit(n, now)
                 n.probes += 1
             else:
@@ -729,8 +762,12 @@ class NeighTable:
                 if len(q) >= p.queue_len:
                     j0, dst0 = q.pop(0)
                     self.unres_discards += 1
+                    if self.log is not None:
+                        self._note(now, "queue drop", n, j0)
                     t += self.sink.neigh_queue_drop(j0, dst0, now)
                 q.append((j, dst))
+                if self.log is not None:
+                    self._note(now, "queued", n, len(q))
             return NEIGH_QUEUED, t
         if n.nud_state == NUD_STALE:
             self.neigh_hold(n)
@@ -820,6 +857,8 @@ class NeighTable:
         if new == old:
             return 0, t
         if not old & NUD_VALID:
+            if self.log is not None:
+                self._note(now, "resolved", n, len(n.arp_queue))
             t += self._flush_queue(n, now)
         return 0, t
 
@@ -883,7 +922,7 @@ class NeighTable:
 
     def incomplete(self) -> int:
         """Hashed entries waiting for a resolution (INCOMPLETE)."""
-        return sum(1 for n in self._index.values() if n.nud_state == NUD_INCOMPLETE)
+        return self._n_incomplete[0]
 
     def census(self) -> dict[str, int]:
         """Hashed entries by NUD state name, plus totals (for tests and plots)."""
@@ -902,6 +941,12 @@ class NeighTable:
         lines = []
         for n in self:
             dev = dev_names.get(n.dev, str(n.dev)) if dev_names else str(n.dev)
-            ll = f" lladdr {n.ha}" if n.nud_state & NUD_VALID and n.ha is not None else ""
+            ll = ""
+            if n.nud_state & NUD_VALID and n.ha is not None:
+                # the model's link-layer addresses are tokens: show a locally
+                # administered MAC made from the IPv4 address unless it is text
+                ll = n.ha if isinstance(n.ha, str) else "02:00:" + ":".join(
+                    f"{(n.key >> s) & 255:02x}" for s in (24, 16, 8, 0))
+                ll = f" lladdr {ll}"
             lines.append(f"{int_to_ip(n.key)} dev {dev}{ll} ref {n.refcnt} {n.state_name}")
         return "\n".join(lines)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ..core.skbuff import KIND
 
-__all__ = ["Host", "kind_mask"]
+__all__ = ["Host", "HostGroup", "kind_mask"]
 
 
 def kind_mask(kinds) -> int:
@@ -69,3 +69,39 @@ class Host:
 
     def finish(self, t: float) -> None:
         """The run ends at ``t``."""
+
+
+class HostGroup(Host):
+    """Several hosts beyond one device: each sees the packet kinds it asked for.
+
+    (The machines of a LAN behind one router port: the pinging PC, the hosts
+    a worm probes...)  ``deliver`` goes to the first member whose kinds
+    include the packet's; ``tx_complete`` is not used (members own no
+    frames).
+    """
+
+    def __init__(self, *hosts: Host) -> None:
+        super().__init__()
+        self.hosts = hosts
+        kinds: list = []
+        for h in hosts:
+            kinds.extend(k for k in h.kinds if k not in kinds)
+        self.kinds = tuple(kinds)
+        self._masks = [kind_mask(h.kinds) for h in hosts]
+
+    def start(self, run, dev: int) -> None:
+        super().start(run, dev)
+        for h in self.hosts:
+            h.start(run, dev)
+
+    def deliver(self, j: int, t: float) -> None:
+        kind = int(self.run.pk.value(j, "kind"))
+        for h, m in zip(self.hosts, self._masks, strict=True):
+            if (m >> kind) & 1:
+                h.deliver(j, t)
+                return
+
+    def finish(self, t: float) -> None:
+        for h in self.hosts:
+            h.finish(t)
+            h.run = None

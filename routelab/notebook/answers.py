@@ -131,19 +131,34 @@ _Q00 = (
 # -- notebook 01: worm scans thrash the route cache ----------------------------------------
 
 SLOW_PATH = "ip_route_input_slow+dst_alloc+rt_garbage_collect+rt_intern_hash"
-TRANSMIT = "ip_output+dev_queue_xmit+driver TX"
-COSTS_01 = ("the GC passes", "the slow path of each new destination",
-            "transmitting the packets")
+COSTS_01 = ("the route cache's GC passes", "the route-cache slow path of each new destination",
+            "the neighbour table's forced GC walks")
 PING_BANDS = ("about 1 ms", "a few ms", "tens of ms", "over 100 ms", "every ping is lost")
 VERDICTS = ("better", "about the same", "worse")
+
+
+def _probe_rate(res) -> float:
+    from .story1 import probe_rate
+
+    return probe_rate(res)
 
 
 def _extra_misses(healthy, one) -> dict:
     s0, s1 = healthy.summary(), one.summary()
     measured = (s1["in_slow_tot"] - s0["in_slow_tot"]) / one.duration
-    k = one.extra["knobs"]
-    probes = k["worm_hosts"] * k["scan_pps"]
+    probes = _probe_rate(one)
     return {"expected": measured, "probes": probes, "surplus": measured - probes}
+
+
+def _arp_hold(walk) -> dict:
+    failed = walk.times("failed")
+    t_fail = failed[0] if failed else float("nan")
+    last = walk.arrivals[-1]
+    oldest = walk.arrivals[len(walk.times("queue drop"))]
+    return {"expected": t_fail - last, "n_arp": len(walk.times("solicit")),
+            "retrans": walk.retrans_time, "solicit": walk.mcast_solicit,
+            "n_icmp": walk.icmp_unreach, "t_fail": t_fail, "last": last,
+            "oldest_wait": t_fail - oldest}
 
 
 def _biggest_cost(run) -> dict:
@@ -151,12 +166,14 @@ def _biggest_cost(run) -> dict:
 
     prof = run.profile
     gc = sum(gc_pass_seconds(run))
-    slow, tx = prof[SLOW_PATH] - gc, prof[TRANSMIT]
+    slow = prof.get(SLOW_PATH, 0.0) - gc
+    fgc = prof.get("neigh_forced_gc", 0.0)
     s = run.summary()
-    k = run.extra["knobs"]
-    return {"expected": max(zip([gc, slow, tx], COSTS_01, strict=True))[1],
-            "probes": k["worm_hosts"] * k["scan_pps"],
-            "per_miss_us": slow / max(s["in_slow_tot"], 1) * 1e6, "gc_ms": gc * 1e3}
+    busy_s = s["cpu_busy_pct"] / 100 * run.duration
+    return {"expected": max(zip([gc, slow, fgc], COSTS_01, strict=True))[1],
+            "fgc_share": fgc / busy_s if busy_s else 0.0, "walks": s["neigh_forced_gc"],
+            "per_walk_ms": fgc / max(s["neigh_forced_gc"], 1) * 1e3,
+            "slow_share": slow / busy_s if busy_s else 0.0, "gc_ms": gc * 1e3}
 
 
 def _ping_band(run) -> dict:
@@ -165,10 +182,7 @@ def _ping_band(run) -> dict:
     band = (PING_BANDS[4] if not math.isfinite(p50) else
             PING_BANDS[0] if p50 < 2 else PING_BANDS[1] if p50 < 10 else
             PING_BANDS[2] if p50 < 100 else PING_BANDS[3])
-    k = run.extra["knobs"]
-    soft_s = s["cpu_softirq_pct"] / 100 * run.duration
-    return {"expected": band, "offered": k["worm_hosts"] * k["scan_pps"],
-            "soft_us": soft_s / max(s["forwarded_packets"], 1) * 1e6}
+    return {"expected": band, "busy": s["cpu_busy_pct"], "p50": p50}
 
 
 def _badness(s: dict) -> float:
@@ -176,96 +190,163 @@ def _badness(s: dict) -> float:
     return s["ping_loss_pct"] * 10 + (p50 if math.isfinite(p50) else 1e4)
 
 
+def _verdict(base: dict, other: dict) -> str:
+    b, m = _badness(base), _badness(other)
+    return VERDICTS[2] if m > 1.2 * b else VERDICTS[0] if m < 0.8 * b else VERDICTS[1]
+
+
 def _small_cache(trials) -> dict:
     base, small = trials[0][1], trials[1][1]
-    b, m = _badness(base), _badness(small)
-    verdict = VERDICTS[2] if m > 1.2 * b else VERDICTS[0] if m < 0.8 * b else VERDICTS[1]
-    return {"expected": verdict, "overflows": small["gc_dst_overflow"],
-            "loss": small["ping_loss_pct"]}
+    return {"expected": _verdict(base, small), "overflows": small["gc_dst_overflow"],
+            "loss": small["ping_loss_pct"], "base_loss": base["ping_loss_pct"],
+            "p50": small["ping_rtt_ms_p50"], "base_p50": base["ping_rtt_ms_p50"],
+            "busy": small["cpu_busy_pct"], "base_busy": base["cpu_busy_pct"]}
 
 
-def _knee(sweep) -> dict:
-    over = sweep.rates[sweep.p50 > 5]
-    knee = float(over.min()) if over.size else float(sweep.rates.max())
-    below = sweep.rates[sweep.rates < knee]
-    return {"expected": knee, "below": float(below.max()) if below.size else knee}
+LOADS = ("lower", "about the same", "higher")
 
 
-def _duron_hosts() -> dict:
+def _no_interval(trials) -> dict:
+    base, zero = trials[0][1], trials[2][1]
+    b, z = base["cpu_busy_pct"], zero["cpu_busy_pct"]
+    verdict = LOADS[0] if z < 0.9 * b else LOADS[2] if z > 1.1 * b else LOADS[1]
+    return {"expected": verdict, "busy": z, "base_busy": b,
+            "walks": zero["neigh_forced_gc"], "base_walks": base["neigh_forced_gc"],
+            "runs": zero["gc_total"] - zero["gc_ignored"],
+            "base_runs": base["gc_total"] - base["gc_ignored"],
+            "entries": zero["route_cache_entries_max"],
+            "base_entries": base["route_cache_entries_max"]}
+
+
+def _walk_limit(run, sweep) -> dict:
+    prof = run.profile
+    s = run.summary()
+    per_walk = prof.get("neigh_forced_gc", 0.0) / max(s["neigh_forced_gc"], 1)
+    over = sweep.total_pps[sweep.p50 > 5]
+    knee = float(over.min()) if over.size else float(sweep.total_pps.max())
+    return {"expected": 1.0 / per_walk if per_walk else float("inf"),
+            "per_walk_ms": per_walk * 1e3, "knee": knee}
+
+
+def _duron_scanners(stand_in: dict) -> dict:
     from ..scenarios import worm
 
-    def busy(h: int) -> float:
-        return worm.run(cpu="duron-900", worm_hosts=h, duration=2, seed=1).summary()[
-            "cpu_busy_pct"]
+    def slow(n: int) -> bool:
+        s = worm.run(cpu="duron-900", duration=8, seed=1,
+                     **{**stand_in, "outside_welchia": n}).summary()
+        p50 = s["ping_rtt_ms_p50"]
+        return not math.isfinite(p50) or p50 > 5
 
-    busy3 = busy(3)
-    guess = int(3 * 99 / busy3)          # scale from three hosts, then step up
-    needed = next(h for h in range(max(guess - 1, 1), 60) if busy(h) > 99)
-    return {"expected": needed, "busy3": busy3}
+    start = int(stand_in.get("outside_welchia", 0))
+    busy = worm.run(cpu="duron-900", duration=8, seed=1, **stand_in).summary()["cpu_busy_pct"]
+    lo, hi = start, 50                   # the scenario's limit for outside scanners
+    if not slow(hi):
+        return {"expected": hi, "busy": busy, "start": start}
+    while hi - lo > 1:                   # lo is fast, hi is slow
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if slow(mid) else (mid, hi)
+    return {"expected": hi, "busy": busy, "start": start}
 
 
 _Q01 = (
     Question(
         "01-worm-cache-thrash", "worm-misses", "extra_misses_per_s",
         "a number: the extra route-cache misses per second one infected PC causes",
-        _extra_misses, unit="misses/s", rel=0.1,
-        hint="How many of the probes go to an address that already has an entry?",
-        explanation="practically none: the worm picks addresses at random from the whole IPv4 "
-                    "space, so each probe is a miss, runs the slow path and creates an entry. "
-                    "There are even about {surplus:,.0f} more misses per second than probes: "
-                    "the worm's entries push the students' entries out of the cache, and those "
-                    "then miss again (section 2).",
-        solution="extra_misses_per_s = 6000   # every probe goes to a new address: one miss each"),
+        _extra_misses, unit="misses/s", rel=0.25,
+        hint="How many probes per second does one Welchia host send, and how many of them go "
+             "to an address that already has an entry?",
+        explanation="each of its {probes:,.0f} probes per second goes to an address the cache "
+                    "has never seen: one miss each. The other {surplus:,.0f} misses per second "
+                    "are the answers: a live host that answers an echo sends its reply from a "
+                    "new source address, and that (source, destination) pair is a new entry "
+                    "too.",
+        solution="extra_misses_per_s = 140   # one per echo: each goes to a new address"),
     Question(
-        "01-worm-cache-thrash", "biggest-cost", "biggest_cost",
-        "one of the three costs, as its text or its letter",
-        _biggest_cost, choices=COSTS_01,
-        hint="The GC runs a real pass only twice a second. How often does the slow path run?",
-        explanation="the slow path runs for every probe – {probes:,.0f} times a second – and "
-                    "costs the K6 about {per_miss_us:.0f} µs each time (the slow path, "
-                    "allocating the new entry, freeing the evicted one, and the skipped GC "
-                    "call). The GC passes are rare and short ({gc_ms:.0f} ms in the whole run). "
-                    "In 2.4.24 the worm's damage is simply the price of a miss times the number "
-                    "of misses.",
-        solution='biggest_cost = "b"   # the slow path, once per probe'),
+        "01-worm-cache-thrash", "arp-hold", "held_s",
+        "a number: how long the last probe waits in the router before the router gives up, "
+        "in seconds",
+        _arp_hold, unit="s", tol=0.3,
+        hint="The first request goes out when the first probe arrives; how many requests, "
+             "{retrans:g} s apart, before the entry fails? And when did the probe arrive?",
+        explanation="the router broadcasts {n_arp} ARP requests (mcast_solicit = {solicit}), "
+                    "{retrans:g} s apart (retrans_time), and declares the neighbour FAILED one "
+                    "retrans_time after the last: at {t_fail:.1f} s, whenever the packets "
+                    "came. The last probe, queued at {last:g} s, waits {expected:.1f} s; the "
+                    "oldest one still queued waits {oldest_wait:.1f} s, each holding its "
+                    "route-cache entry all along. Each gets an ICMP host unreachable "
+                    "({n_icmp} here).",
+        solution="held_s = 1.8   # FAILED at 3 s (three requests 1 s apart + 1 s); 3.0 - 1.2"),
     Question(
         "01-worm-cache-thrash", "median-ping", "median_ping",
         "one of the five answers, as its letter or its text",
         _ping_band, choices=PING_BANDS,
-        hint="Is the CPU saturated? If so, how many packets can be ahead of a ping?",
-        explanation="three hosts offer about {offered:,.0f} probes/s, a little more than the K6 "
-                    "can handle, so the backlog is full much of the time. A ping waits behind "
-                    "up to 300 packets of about {soft_us:.0f} µs of softirq work each way, or "
-                    "is dropped while the CPU throttles.",
-        solution='median_ping = "c"   # a saturated CPU: up to a full backlog ahead of the ping'),
+        hint="How busy is the CPU? A ping waits only for the work already queued ahead of it.",
+        explanation="the CPU is {busy:.0f} % busy: a ping rarely finds more than a packet or "
+                    "two ahead of it, so the median is {p50:.1f} ms. This is where the model "
+                    "and the report part ways (section 6).",
+        solution='median_ping = "a"   # the CPU is far from saturated'),
+    Question(
+        "01-worm-cache-thrash", "biggest-cost", "biggest_cost",
+        "one of the three costs, as its text or its letter",
+        _biggest_cost, choices=COSTS_01,
+        hint="Count how many entries each of them visits per call, and how often it runs.",
+        explanation="the forced GC walks take {fgc_share:.0%} of the CPU time the router "
+                    "spends: {walks:,} walks over the whole neighbour table, about "
+                    "{per_walk_ms:.2f} ms each on the K6, and they free nothing, because every "
+                    "entry is held by a cached route or a pending ARP timer. The route-cache "
+                    "slow path is {slow_share:.0%}; the real GC passes took {gc_ms:.0f} ms in "
+                    "the whole run.",
+        solution='biggest_cost = "c"   # every new on-link address walks the full ARP table'),
+    Question(
+        "01-worm-cache-thrash", "no-interval", "no_interval_cpu",
+        "one of: lower, about the same, higher (or a, b, c)",
+        _no_interval, choices=LOADS,
+        hint="If the route cache's GC ran at every allocation, how many cached routes would "
+             "hold a neighbour, and could neigh_forced_gc then free any?",
+        explanation="CPU {busy:.0f} % against {base_busy:.0f} % with the default 0.5 s. The GC "
+                    "now runs a real pass at every allocation above gc_thresh ({runs:,} passes "
+                    "instead of {base_runs:,}), so the cache stays near gc_thresh ({entries:,} "
+                    "entries at most, against {base_entries:,}). Routes to dead addresses go "
+                    "soon after their neighbour fails and no longer pin it, so the forced GC "
+                    "walks find something to free and the table rarely fills: {walks:,} walks "
+                    "instead of {base_walks:,}. More GC, less work.",
+        solution='no_interval_cpu = "lower"   # frequent GC unpins neighbours: fewer futile walks'),
     Question(
         "01-worm-cache-thrash", "small-cache", "small_cache",
         "one of: better, about the same, worse (or a, b, c)",
         _small_cache, choices=VERDICTS,
-        hint="Which rule of rt_garbage_collect stops applying when entries reach max_size?",
-        explanation="with only 512 entries allowed the cache sits at max_size. There the "
-                    "gc_min_interval skip no longer applies, so every new entry runs a full GC "
-                    "pass over all 2,048 buckets – about a millisecond on the K6 – and when the "
-                    "pass cannot free enough, dst_alloc fails ('dst cache overflow', "
-                    "{overflows:,} times in this run) and the packet is dropped, the "
-                    "students' packets included.",
-        solution='small_cache = "worse"   # every allocation runs a full GC pass, then overflows'),
+        hint="Which rule of rt_garbage_collect stops applying when entries reach max_size, "
+             "and what does dst_alloc do when the GC cannot make room?",
+        explanation="ping median {p50:.1f} ms and {loss:.0f} % lost, against {base_p50:.1f} ms "
+                    "and {base_loss:.0f} % with the defaults. At max_size the gc_min_interval "
+                    "skip no longer applies: every allocation runs a GC pass, and when it "
+                    "cannot free enough, dst_alloc fails ('dst cache overflow', {overflows:,} "
+                    "times here) and the packet is dropped, the students' included.",
+        solution='small_cache = "worse"   # at max_size every allocation runs GC, then fails'),
     Question(
-        "01-worm-cache-thrash", "ex1-knee", "max_rate_per_host",
-        "a number: probes per second per host before the median ping passes 5 ms",
-        _knee, unit="probes/s per host", rel=0.15,
-        hint="Find the first rate in the sweep where the median ping passes 5 ms.",
-        explanation="the K6 saturates between {below:,.0f} and {expected:,.0f} probes/s per "
-                    "host: three hosts then offer more slow-path work than the CPU can do.",
-        solution="max_rate_per_host = 5500   # the sweep's median ping jumps above 5,000"),
+        "01-worm-cache-thrash", "ex1-walks", "walks_per_s",
+        "a number: forced GC walks per second that would take all of the K6's time",
+        _walk_limit, unit="walks/s", rel=0.25,
+        hint="From the profile of section 4: the CPU time of neigh_forced_gc divided by the "
+             "number of walks is the time of one walk. How many fit in one second?",
+        explanation="one walk over the full table takes the K6 about {per_walk_ms:.2f} ms, so "
+                    "{expected:,.0f} walks a second would leave no time for anything else. In "
+                    "the sweep the median ping passed 5 ms near {knee:,.0f} probes/s: "
+                    "below that bound, because each probe also pays for its route lookup and "
+                    "its interrupt, the background traffic needs its share, and not every "
+                    "probe is to a dead on-link address.",
+        solution="walks_per_s = 1 / 0.55e-3   # one second of CPU / one walk of ~0.55 ms"),
     Question(
-        "01-worm-cache-thrash", "ex2-duron-hosts", "duron_hosts",
-        "a whole number: worm hosts at 6,000 probes/s that saturate the Duron 900",
-        _duron_hosts, unit="hosts", tol=2,
-        hint="Three hosts use about {busy3:.0f} % of the Duron. Scale.",
-        explanation="the model needs {expected} hosts. The Duron is about five times faster, so "
-                    "it takes about five times the worms; then it fails exactly like the K6.",
-        solution="duron_hosts = 16   # three hosts take ~20 % of the Duron; saturating needs ~5x"),
+        "01-worm-cache-thrash", "ex2-duron", "duron_outside",
+        "a whole number: how many outside scanners it takes before the Duron's median ping "
+        "passes 5 ms",
+        _duron_scanners, unit="scanners", tol=4,
+        hint="At the stand-in load ({start} outside scanners) the Duron is {busy:.0f} % busy. "
+             "Each scanner adds about the same work.",
+        explanation="the model needs about {expected} scanners outside (with the three inside) "
+                    "before the Duron's ping suffers: a faster CPU moves the knee, it does not "
+                    "remove it.",
+        solution="duron_outside = 30   # 40 % busy at 12 scanners: about 2.5 times the load"),
 )
 
 

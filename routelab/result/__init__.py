@@ -216,6 +216,17 @@ class Result:
             for f in ("route_cache_entries_max", "gc_total", "gc_ignored", "gc_goal_miss",
                       "gc_dst_overflow", "dst_garbage_max", "rcu_pending_max", "entries_end"):
                 s[f] = 0
+        neigh = self.counters.get("neigh")
+        if neigh is not None:
+            ne = self.cache.get("neigh_entries")
+            s["neigh_entries_max"] = int(ne.max()) if ne is not None and ne.size else 0
+            s["neigh_incomplete_max"] = int(self.cache["neigh_incomplete"].max()) \
+                if self.cache["neigh_incomplete"].size else 0
+            s["neigh_forced_gc"] = int(neigh["forced_gc_runs"])
+            s["neigh_table_overflow"] = int(neigh["table_overflows"])
+            s["arp_requests"] = int(neigh["arp_req_bcast"] + neigh["arp_req_ucast"])
+            s["arp_queue_drops"] = int(neigh["unres_discards"])
+            s["icmp_host_unreach"] = int(self.counters["icmp"].get("HostUnreachs", 0))
         s.update(self.extra.get("scenario_summary", {}))   # the scenario's own figures
         return s
 

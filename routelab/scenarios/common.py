@@ -12,7 +12,11 @@ __all__ = ["kernel_knob", "cpu_knob", "cache_knobs", "run_knobs", "resolve", "SY
 # sysctls a scenario may pass straight to the Router
 SYSCTL_NAMES = ("gc_thresh", "max_size", "gc_min_interval", "gc_elasticity", "gc_timeout",
                 "gc_interval", "secret_interval", "ram_mb", "rhash_entries", "txqueuelen",
-                "netdev_max_backlog", "rcu_maxbatch")
+                "netdev_max_backlog", "rcu_maxbatch", "neigh_gc_thresh1", "neigh_gc_thresh2",
+                "neigh_gc_thresh3", "neigh_gc_interval", "neigh_gc_stale_time",
+                "neigh_unres_qlen", "neigh_retrans_time", "neigh_mcast_solicit",
+                "neigh_ucast_solicit", "neigh_app_solicit", "neigh_base_reachable_time",
+                "neigh_delay_first_probe_time")
 
 
 def kernel_knob(default: str) -> Knob:

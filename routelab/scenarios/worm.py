@@ -1,29 +1,35 @@
-"""Scenario ``worm``: worm scans thrash a hall-of-residence router's route cache (story 1).
+"""Scenario ``worm``: worm scans thrash a hall-of-residence router (story 1).
 
 Wolfgang Walter's router (linux-net, early 2004): a K6-200 with two Intel
 e100 NICs routes a student residence to the internet with 5-20 routes and
-about 10 Mbit/s of mostly large packets.  A few hosts infected by
-Blaster-family worms probe pseudo-random addresses (UDP and ICMP echo); every
-probe has a new destination, so every probe makes a new route-cache entry.
-A student host pings an outside host through the router every 100 ms.
+about 10 Mbit/s of mostly large packets.  A few student PCs carry
+Blaster-family worms; each probe goes to an address never seen before.  A
+student PC pings an outside host through the router every 100 ms.
 
-Everything else is the mechanism: the cache fills, ``dst_alloc`` calls
-``rt_garbage_collect``, the GC's cost lands in softirq time on a 200 MHz CPU,
-and packets (the pings among them) wait in the backlog behind it.
+What the model is made of, and where each part comes from:
 
-Calibration (docs/calibration-story1.md): only three things were fitted, all
-of them descriptions of Walter's network rather than kernel constants --
-``far_end_ms`` (0.9 ms, from the no-worm ping of about 1 ms), ``ram_mb``
-(256 MB, so the healthy cache holds "several thousand entries") and the
-default ``scan_pps`` (6,000 probes/s per host: the lowest round rate at which
-three hosts saturate the K6-200 with the assumed costs of
-:mod:`routelab.costs`).  The GC, chain-trimming, RCU and backlog code is as
-kernel.md describes and was not tuned.  Met: about 1 ms without worms, 1-2 ms
-on kernel 2.0 with the worms, a saturated CPU with 2-3 hosts.  Not met: the
-model's saturated ping is bounded by the 300-packet backlog (about 20-30 ms
-RTT, with loss), not the reported 100-160 ms; and it splits the saturated
-CPU into ~75 % softirq and ~25 % hard IRQ where the report says 80-90 %
-"nearly all softirq".
+* The router is the 2.4.24 path as read from the source (``routelab.kernels``):
+  the route cache and its GC, the neighbour table and ARP, 2.4's do_softirq,
+  the non-NAPI e100 (a hard interrupt and ``netif_rx`` per frame).
+* The worms follow their documented algorithms (``routelab.worms``): Welchia
+  sweeps class Bs with ~140 ICMP echoes/s per host, half of its sweeps in the
+  host's own /16; Blaster connects to 20 sequential addresses every 1.8 s,
+  40 % of its starts just below the host's own /24.
+* The residence is an explicit address plan (``routelab.residence``, every
+  number an ASSUMED default with its range): student /24s directly connected
+  to the router, most of their addresses live; the rest of the 10.10/16 on
+  the same link and unused.  A probe to a dead on-link address makes the
+  router ARP for it three times over 3 s, holding up to three packets (and
+  their routes) in the neighbour's queue, then answer ICMP host unreachable.
+* Hosts react (``routelab.hosts``): live hosts answer probes (SYN-ACK, RST,
+  echo reply) and those answers cross the router; the pinged host answers.
+* Optionally, infected hosts outside sweep the residence's block
+  (``outside_welchia``): the report says many hosts of the surrounding
+  network were infected.
+
+The calibration (docs/calibration-story1.md) fits only descriptions of the
+network and traffic (RAM, the address plan, outside scanners, the far end's
+delay) within documented ranges; kernel and cost constants are not tuned.
 """
 
 from __future__ import annotations
@@ -31,83 +37,164 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.skbuff import PacketTrace, ip_to_int
+from ..hosts import HostGroup
 from ..hosts.echo import EchoHost, Pinger
+from ..hosts.lan import ProbeResponder
 from ..ipv4.fib import Fib, Route, Rule
+from ..residence import PLAN_KNOBS, AddressPlan
 from ..result import Result
-from ..router import Device, Router
+from ..router import ARP_REPLY_S, Device, Router
 from ..sysctl import Knob
-from ..traffic import addr_block, background, pings, scanners
+from ..traffic import background, pings
+from ..worms import blaster, outside_scanners, welchia
 from .common import cache_knobs, cpu_knob, kernel_knob, run_knobs, run_scenario, sysctl_of
 
 NAME = "worm"
 TITLE = "Worm scans thrash the route cache (story 1)"
 
-# Blaster/Welchia-class scan rate per infected host.  The thread gives no
-# number ("they send little traffic each"); we found no measured per-host
-# rate we could cite.  FITTED (the one traffic unknown of the calibration):
-# the report has the K6-200 saturated by 2-3 scanning hosts; with the
-# assumed costs of routelab.costs that takes >= ~5,600 probes/s per host
-# for three hosts, so the default is 6,000 -- about 3-4 Mbit/s of small
-# probes per host, "little" next to a 100 Mbit/s link but more than the
-# "little traffic" of the report suggests.  See docs/calibration-story1.md.
-DEFAULT_SCAN_PPS = 6000.0
+WORM_KINDS = ("welchia", "blaster", "mixed")
+WELCHIA_SWEEPS = ("local", "remote", "random")
+# the plan's knobs a scenario user is likely to move (the rest keep their defaults)
+_PLAN = ("student_subnets", "live_fraction", "unused_space", "outside_reply_fraction")
 
 KNOBS: dict[str, Knob] = {k.name: k for k in [
     cpu_knob("k6-200"),
     kernel_knob("2.4.24"),
-    Knob("worm_hosts", 3, int, 0, 50, "hosts", "Infected hosts scanning the internet."),
-    Knob("scan_pps", DEFAULT_SCAN_PPS, float, 1.0, 20_000.0, "pps",
-         "Probes per second per infected host (fitted default: 6,000).", step=50),
+    Knob("worm_hosts", 3, int, 0, 30, "hosts", "Infected student PCs.", step=1),
+    Knob("worm_kind", "mixed", str, choices=WORM_KINDS,
+         help="Which worm the infected PCs run: Welchia (ICMP echo sweeps), Blaster (TCP/135 "
+              "connects), or 'mixed' (alternately, Welchia first)."),
+    Knob("welchia_pps", 140.0, float, 1.0, 1000.0, "pps",
+         "ICMP echoes per second per Welchia host (sourced: ~140, NANOG 2003).", step=10),
+    Knob("welchia_sweep", "local", str, choices=WELCHIA_SWEEPS,
+         help="Which class B each Welchia host sweeps during the run.  Welchia sweeps one "
+              "class B at a time, about half of them its own ([LL]); at 140/s a sweep of a "
+              "/16 takes ~8 min, so a run of seconds sees one.  'local': the residence's "
+              "own 10.10/16 (the phase whose probes land in the router's on-link space); "
+              "'remote': a random other class B; 'random': local with probability 1/2 per "
+              "host and sweep."),
+    Knob("blaster_round_s", 1.8, float, 0.1, 10.0, "s",
+         "Pause between Blaster's rounds of 20 connects (1.8 s in the original; 4 s in a "
+         "modified copy): ~11 new addresses/s per host.", step=0.1),
+    Knob("outside_welchia", 0, int, 0, 50, "hosts",
+         "Infected hosts outside sweeping the residence's block (the report: many hosts of "
+         "the surrounding network were infected).", step=1),
     Knob("background_mbps", 10.0, float, 0.0, 95.0, "Mbit/s",
          "Ordinary traffic through the router (mostly large packets).", step=1),
-    Knob("hosts", 1500, int, 1, 60_000, "hosts", "Student hosts inside."),
+    Knob("active_hosts", 300, int, 1, 1000, "hosts",
+         "Student PCs carrying the ordinary traffic (ASSUMED 300 of the ~1,500 live ones; "
+         "they are in the router's ARP table from the start).", step=10),
     Knob("flows", 3000, int, 1, 1_000_000, "pairs", "Host pairs carrying background traffic."),
-    Knob("ram_mb", 256, int, 16, 4096, "MB",
-         "Router RAM; sizes the route-cache hash (ip_rt_init).  Fitted: 256 MB gives the "
-         "'several thousand entries' of the healthy cache."),
+    Knob("ram_mb", 128, int, 64, 256, "MB",
+         "Router RAM; sizes the route-cache hash (ip_rt_init): 64-127 MB -> 512 buckets, "
+         "128 -> 1024, 256 -> 2048.  The K6 box's RAM is not reported (64-256 MB "
+         "plausible for a 1997 Socket-7 board)."),
     Knob("uplink_mbps", 100.0, float, 0.5, 100.0, "Mbit/s",
          "Speed of the outside link (eth1).  Below the offered load, packets queue "
          "for transmission and each holds its dst.", step=0.5),
     *cache_knobs("gc_thresh", "max_size", "gc_min_interval", "gc_elasticity", "gc_timeout",
-                 "txqueuelen"),
+                 "txqueuelen", "neigh_gc_thresh3", "neigh_unres_qlen"),
+    *[PLAN_KNOBS[k] for k in _PLAN],
     Knob("far_end_ms", 0.9, float, 0.0, 1000.0, "ms",
-         "Turnaround of the pinged outside host and the wires beyond (assumed)."),
+         "Turnaround of the pinged outside host and the wires beyond (ASSUMED; fitted to "
+         "the ~1 ms ping without worms)."),
     *run_knobs(20.0, 600.0),
 ]}
 
-INSIDE_NET = "10.10.0.0"
+OUTSIDE_GW, OUTSIDE_GW2, INSIDE_GW = "192.0.2.254", "192.0.2.253", "10.10.255.1"
+PINGED = "198.51.100.7"
+
+
+def plan_of(values: dict) -> AddressPlan:
+    """The residence's address plan for resolved knob values."""
+    return AddressPlan(**{k: values[k] for k in _PLAN})
 
 
 def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     """Router and offered trace for resolved knob values."""
     rng = np.random.default_rng(seed)
+    plan = plan_of(values)
+    duration = values["duration"]
     # eth1 runs at uplink_mbps (100 = the e100's own wire speed)
     devices = [Device("eth0", "e100", 0),
                Device("eth1", "e100", 0, speed_bps=values["uplink_mbps"] * 1e6)]
-    # a handful of routes and policy rules, as on a residence router that
-    # moved to 2.4/2.6 for policy routing (stories.md s1: 5-20 routes)
-    routes = [Route("10.10.0.0/16", oif=0), Route("192.0.2.0/24", oif=1),
-              Route("0.0.0.0/0", oif=1, gateway="192.0.2.254"),
-              Route("0.0.0.0/0", oif=1, gateway="192.0.2.253", table=100),
-              Route("10.10.0.0/16", oif=0, table=100)]
-    routes += [Route(f"10.{20 + i}.0.0/16", oif=0, gateway="10.10.255.1") for i in range(8)]
+    # a handful of routes and policy rules, as on a residence router that moved
+    # to 2.4/2.6 for policy routing (stories.md s1: 5-20 routes)
+    routes = plan.fib_routes() + [
+        Route("192.0.2.0/24", oif=1),
+        Route("0.0.0.0/0", oif=1, gateway=OUTSIDE_GW),
+        Route("0.0.0.0/0", oif=1, gateway=OUTSIDE_GW2, table=100),
+        Route(plan.inside_net, oif=0, table=100)]
+    routes += [Route(f"10.{20 + i}.0.0/16", oif=0, gateway=INSIDE_GW) for i in range(8)]
     rules = [Rule(100, 100, src="10.10.128.0/17"), Rule(110, 100, tos=0x10)]
-    fib = Fib(routes=routes, rules=rules, local_addrs=["10.10.255.254", "192.0.2.1"])
+    fib = Fib(routes=routes, rules=rules, local_addrs=plan.local_addrs() + ["192.0.2.1"])
+
+    live = plan.live_hosts()
+    infected = plan.infected(rng, values["worm_hosts"])
+    others = live[~np.isin(live, infected)]
+    active = np.sort(rng.choice(others, size=min(values["active_hosts"], others.size),
+                                replace=False)).astype(np.uint32)
+
+    known: dict[int, bool] = {}     # plan.exists, worked out per trace address at once
+
+    def arp_exists(dev: int, addr: int):
+        if dev == 1:
+            return ARP_REPLY_S       # the outside segment: the upstream routers
+        live = known.get(addr)
+        if live is None:
+            live = known[addr] = bool(plan.exists(np.array([addr], dtype=np.uint32))[0])
+        return ARP_REPLY_S if live else None
+
+    far = values["far_end_ms"] / 1e3
+    hosts = {0: HostGroup(Pinger(), ProbeResponder(plan, seed)),
+             1: HostGroup(EchoHost(far), ProbeResponder(plan, seed))}
+    static = [(1, OUTSIDE_GW), (1, OUTSIDE_GW2), (0, INSIDE_GW)] + [(0, int(a)) for a in active]
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
-                    seed=seed, hosts={0: Pinger(), 1: EchoHost(values["far_end_ms"] / 1e3)},
-                    arp_static=[(1, "192.0.2.254"), (1, "192.0.2.253"), (0, "10.10.255.1")])
-    inside = addr_block(INSIDE_NET, values["hosts"]) + np.uint32(1)
+                    seed=seed, hosts=hosts, arp_exists=arp_exists, arp_static=static)
+
     outside = rng.integers(0x01000000, 0xDF000000, 20_000, dtype=np.int64)
     outside = np.where((outside >> 24) == 127, outside ^ 0x80000000, outside).astype(np.uint32)
+    outside = outside[~plan.inside(outside)]
     mean_len = 0.70 * 1500 + 0.05 * 576 + 0.25 * 52
     pps = values["background_mbps"] * 1e6 / 8 / mean_len
-    bg = background(rng, pps=pps, duration=values["duration"], inside=inside, outside=outside,
-                    mix="large", flows=values["flows"])
-    worms = scanners(rng, hosts=inside[-values["worm_hosts"]:] if values["worm_hosts"] else
-                     inside[:0], pps=values["scan_pps"], duration=values["duration"])
-    pg = pings(interval=0.1, duration=values["duration"], src=int(inside[0]),
-               dst=ip_to_int("198.51.100.7"), dev=0)
-    return router, PacketTrace.concat([bg, worms, pg])
+    parts = [background(rng, pps=pps, duration=duration, inside=active, outside=outside,
+                        mix="large", flows=values["flows"])]
+    kind = values["worm_kind"]
+    for i, h in enumerate(infected):
+        if kind == "welchia" or (kind == "mixed" and i % 2 == 0):
+            sweep = values["welchia_sweep"]
+            first = None
+            if sweep == "local":
+                first = int(h) & 0xFFFF0000
+            elif sweep == "remote":
+                first = _remote_net16(rng, plan)
+            parts.append(welchia(rng, host=int(h), duration=duration, pps=values["welchia_pps"],
+                                 dev=0, plan=plan, first_net=first,
+                                 local_fraction={"local": 1.0, "remote": 0.0}.get(sweep, 0.5)))
+        else:
+            parts.append(blaster(rng, host=int(h), duration=duration, dev=0, plan=plan,
+                                 round_s=values["blaster_round_s"]))
+    if values["outside_welchia"]:
+        parts.append(outside_scanners(rng, plan=plan, duration=duration,
+                                      outside_welchia=values["outside_welchia"],
+                                      welchia_kw=dict(pps=values["welchia_pps"])))
+    parts.append(pings(interval=0.1, duration=duration, src=int(active[0]),
+                       dst=ip_to_int(PINGED), dev=0))
+    trace = PacketTrace.concat(parts)
+    addrs = np.unique(np.concatenate([trace.daddr, trace.saddr]))
+    addrs = addrs[plan.inside(addrs)]
+    known.update(zip(addrs.tolist(), plan.exists(addrs).tolist(), strict=True))
+    return router, trace
+
+
+def _remote_net16(rng: np.random.Generator, plan: AddressPlan) -> int:
+    """A random unicast class B other than the residence's."""
+    while True:
+        a = int(rng.integers(1, 223))
+        a += a >= 127
+        net = (a << 24) | (int(rng.integers(0, 256)) << 16)
+        if not bool(plan.inside(np.array([net], dtype=np.uint32))[0]):
+            return net
 
 
 def run(seed: int = 1, **knobs) -> Result:
