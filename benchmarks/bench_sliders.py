@@ -72,7 +72,15 @@ SWEEPS = {
 }
 
 
-def sweep_values(name: str, widget) -> list:
+#: Per-explorer values where a control of the same name has another range.
+EXPLORER_SWEEPS = {
+    "01-worm-cache-thrash": {"duration": [10.0, 12.0, 3.0, 6.0]},   # the window (s)
+}
+
+
+def sweep_values(name: str, widget, explorer: str = "") -> list:
+    if name in EXPLORER_SWEEPS.get(explorer, {}):
+        return EXPLORER_SWEEPS[explorer][name]
     if name in SWEEPS:
         return SWEEPS[name]
     if hasattr(widget, "options"):
@@ -94,7 +102,7 @@ def bench_explorer(name: str, build, repeat: int) -> dict:
         start = widget.value
         times, cpu, errors = [], [], []
         for _ in range(repeat):
-            for v in sweep_values(cname, widget):
+            for v in sweep_values(cname, widget, name):
                 if v == widget.value:
                     continue
                 c0 = time.process_time()

@@ -40,6 +40,7 @@ CASES = [
     ("rcu iter", rcu.run, dict(duration=0.5, kernel="2.6.0-rcu-iter")),
     ("rcu bh", rcu.run, dict(duration=0.5, kernel="2.6.0-rcu-bh")),
     ("rcu flow_len 4", rcu.run, dict(duration=1.0, flow_len=4)),
+    ("rcu with other tasks", rcu.run, dict(duration=1.5, sleepers=2, other_hogs=1)),
     ("rcu 2.4.24", rcu.run, dict(duration=0.5, kernel="2.4.24")),
 ]
 

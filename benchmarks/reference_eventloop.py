@@ -384,6 +384,8 @@ class _Reference:
         self.jiffy = 1.0 / r.kernel.hz
         rcu = self.cache.rcu if self.cache is not None else None
         self.rcu = rcu
+        if rcu is not None:
+            rcu.hz = self.hz
         self.use_rcu = rcu is not None and rcu.mode != "none"
         kinds = rcu.qs_kinds if rcu is not None else frozenset()
         self.qs_idle = "idle" in kinds
@@ -453,7 +455,8 @@ class _Reference:
                                             tr.tos[sub]).tolist()
 
     def on_rcu_tick(self, ev: Event) -> None:
-        """A timer tick on every CPU: idle CPUs pass a quiescent state, run RCU callbacks."""
+        """A timer tick on every CPU: idle CPUs pass a quiescent state and, if RCU
+        is pending there, run the RCU tasklet (2.6.0 rcu_check_callbacks)."""
         t = ev.time
         nxt = (round(t * self.hz) + 1) / self.hz
         if nxt <= self.t_last:
@@ -465,7 +468,8 @@ class _Reference:
             if cpu.idle():
                 rcu.quiescent(cc, t, "idle")
         for cc, cpu in enumerate(self.cpus):
-            if cpu.idle() and rcu.done[cc]:
+            if cpu.idle() and rcu.rcu_pending(cc):
+                rcu.tick_seen[cc] = math.floor(t * self.hz + 1e-6)
                 w = rcu.rcu_tasklet(cc, t)
                 self.enter(cc, Job(JOB_BUSY, w=w), t, TICK_RCU)
         self.sync_timers()
@@ -557,8 +561,6 @@ class _Reference:
                 self.throttle[cc] = False
         self.rx_waiting[rq] += 1
         fresh = cpu.idle() and cpu.free_since < t
-        if fresh and self.rcu is not None and self.rcu.gp_active and self.qs_idle:
-            self.rcu.quiescent(cc, cpu.free_since, "idle")
         self.enter(cc, Job(JOB_PACKET, j=j, fresh=fresh), t, ARRIVAL)
 
     def start_packet(self, cc: int, job: Job, now: float) -> float:
@@ -644,8 +646,8 @@ class _Reference:
         if rcu is not None:
             if self.qs_handler:
                 rcu.quiescent(cc, now, "softirq_handler")
-            if self.use_rcu and rcu.done[cc]:
-                w = rcu.rcu_tasklet(cc, now)
+            if self.use_rcu:
+                w = rcu.tasklet_at(cc, now)     # if a tick scheduled the tasklet
         cpu.restarts += 1
         if cpu.restarts >= self.max_restart:
             cpu.restarts = 0

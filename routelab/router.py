@@ -39,6 +39,7 @@ from .core.dev import Device, NetDevice, SoftnetData, flush_tx
 from .core.dst import DstEntry, dst_set_expires
 from .core.neighbour import NEIGH_DROP, NEIGH_QUEUED
 from .core.rcu import Rcu
+from .core.sched import Runqueue, Task
 from .core.skbuff import KIND, PacketTrace, ip_to_int
 from .core.softirq import MAX_SOFTIRQ_RESTART, Cpu, TimerTick
 from .errors import KnobError
@@ -106,6 +107,24 @@ ARP_REPLY_S = 0.2e-3
 ARP_FRAME_BYTES = 28 + 18     # ARP payload + Ethernet header and FCS (padded to 64)
 
 
+def runqueue(cpu: int, ncpus: int, tasks: list) -> Runqueue:
+    """CPU ``cpu``'s O(1) runqueue for a run with a user task: ksoftirqd
+    (nice 19, asleep), the gettimeofday loop (nice 0, CPU-bound) and the
+    further ``tasks``, with the loop current at time 0.
+
+    Kernel: kernel/softirq.c ksoftirqd (set_user_nice(current, 19)),
+    kernel/sched.c (2.6.0).  Simplified: the tasks start with no sleep
+    average (a fresh fork's penalties are not modelled) unless given one.
+    """
+    rq = Runqueue(cpu, ncpus)
+    rq.add(Task(f"ksoftirqd/{cpu}", 19, "ksoftirqd"))
+    rq.add(Task("gettimeofday", 0, "cpu"))
+    for t in tasks:
+        rq.add(Task(**t))
+    rq.schedule(0.0)
+    return rq
+
+
 def _every_host_answers(dev: int, addr: int) -> float:
     return ARP_REPLY_S
 
@@ -127,7 +146,12 @@ class Router:
         CPUs used (default: the profile's count).
     user_task : bool
         A CPU-bound user process runs on every CPU (the gettimeofday loop
-        of story 2).  Without it idle time is idle.
+        of story 2), scheduled with ksoftirqd by each CPU's 2.6.0 O(1)
+        runqueue (routelab.core.sched).  Without it idle time is idle.
+    tasks : list of dict, optional
+        Further tasks on every CPU (with ``user_task``): keyword arguments
+        of :class:`routelab.core.sched.Task` (``name``, ``nice``, ``kind``
+        "cpu" or "sleeper", ``burst`` and ``sleep`` in ms, ``sleep_avg_ms``).
     seed : int
         Seed of the run's random numbers (hash keys, timer phases).
     hosts : dict, optional
@@ -165,7 +189,7 @@ class Router:
                  user_task: bool = False, seed: int = 0, hosts: dict | None = None,
                  local_hosts: dict | None = None, arp_exists=None, arp_static=(),
                  neighbours: bool = True, cost_overrides: dict | None = None,
-                 trace_neighbours: bool = False) -> None:
+                 trace_neighbours: bool = False, tasks: list | None = None) -> None:
         self.kernel: KernelProfile = kernel_profile(kernel)
         self.cpu: CpuProfile = cpu_profile(cpu)
         self.ncpus = self.cpu.ncpus if ncpus is None else ncpus
@@ -183,6 +207,16 @@ class Router:
         self.devices = devices
         self.fib = fib
         self.user_task = bool(user_task)
+        self.tasks = [dict(t) for t in (tasks or [])]
+        if self.tasks and not self.user_task:
+            raise KnobError("tasks", len(self.tasks), "no further tasks without user_task=True")
+        for t in self.tasks:
+            try:
+                Task(**t)
+            except (TypeError, ValueError) as e:
+                raise KnobError("tasks", t, f"keyword arguments of a Task ({e})") from None
+            if t.get("kind", "cpu") not in ("cpu", "sleeper"):
+                raise KnobError("tasks", t, "kind 'cpu' or 'sleeper'")
         self.seed = int(seed)
         self.hosts = dict(hosts or {})
         for d, h in self.hosts.items():
@@ -349,7 +383,8 @@ class Run:
             self.cache.devices = self.devices
         restarts = 1 if k.softirq == "2.4" else MAX_SOFTIRQ_RESTART
         self.cpus = [Cpu(c, k.hz, r.sysctl["netdev_max_backlog"], r.costs.fn["softirq_entry"],
-                         r.user_task, rcu, self.softnet[c], self.devices, self.ledger, restarts)
+                         runqueue(c, r.ncpus, r.tasks) if r.user_task else None, rcu,
+                         self.softnet[c], self.devices, self.ledger, restarts)
                      for c in range(r.ncpus)]
         if tick is not None:
             tick.bind(self.cpus, rcu, self.devices, self.ledger, k.hz, r.user_task)
@@ -906,10 +941,11 @@ class Run:
             res.extra["neigh_log"] = neigh_log
         res.counters["sched"] = {
             "user_ticks": [c.user_ticks for c in cpus], "slivers": [c.slivers for c in cpus],
-            "user_expired": [c.user_expired for c in cpus],
-            "ksoftirqd_expired": [c.ksoftirqd_expired for c in cpus],
             # seconds ksoftirqd was the current task (what top charges to it)
             "ksoftirqd_s": [c.ksoftirqd_s for c in cpus]}
+        if r.user_task:
+            res.counters["sched"]["loop_gap_s"] = [c.loop_gap for c in cpus]
+            res.counters["sched"]["tasks"] = [c.tasks(self.duration) for c in cpus]
         return res
 
 

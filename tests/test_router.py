@@ -296,8 +296,9 @@ def test_softirq_saturation_stalls_vanilla_grace_periods_but_not_call_rcu_bh():
     assert gp_v < 5 and pend_v > 100, out
     # (net_rx_action looks at its time limit only between dev->poll calls of up to
     # ``weight`` packets, so on this slow box a pass -- and so a handler
-    # completion -- is a few dozen GC-heavy packets long)
-    assert gp_b > 10 * max(gp_v, 1) and pend_b < pend_v / 5, out
+    # completion -- is a few dozen GC-heavy packets long; and 2.6.0's tasklet
+    # needs two runs, a tick apart, to see a CPU's quiescent state)
+    assert gp_b > 10 * max(gp_v, 1) and pend_b < pend_v / 2, out
     assert gp_v < gp_i and pend_b <= pend_i < pend_v, out
 
 

@@ -8,7 +8,8 @@ from routelab.sim.ledger cimport Ledger
 from routelab.sim.queues cimport IntervalLog
 
 cdef long _MAX_RESTART
-cdef double _USER_SLICE, _KSD_SLICE, _TX_IRQ_DELAY
+cdef double _TX_IRQ_DELAY
+cdef long _SCHED_HZ
 
 cpdef double next_tick(double x, long hz)
 
@@ -16,21 +17,26 @@ cpdef double next_tick(double x, long hz)
 @cython.final
 cdef class Cpu:
     cdef public long num, hz, budget, pass_n, restarts, max_restart
-    cdef public double jiffy, rr, busy, pass_t0, user_left, ks_left, acct_t0
+    cdef public double jiffy, rr, busy, pass_t0, sched_t, loop_seen, loop_gap
     cdef public double ksoftirqd_s, ksoftirqd_since
-    cdef public bint user, use_rcu, qs_handler, qs_loop, rcu_wake, in_ksoftirqd
+    cdef public object rq, ksd, loop
+    cdef public bint user, use_rcu, qs_handler, qs_loop, in_ksoftirqd
     cdef public Rcu rcu
     cdef public SoftnetData softnet
     cdef public list devices
     cdef public Ledger ledger
     cdef public long slot_rcu
     cdef public IntervalLog ivlog
-    cdef public long long ctxsw, ksoftirqd_wakeups, user_ticks, slivers, user_expired
-    cdef public long long ksoftirqd_expired
+    cdef public long long ctxsw, ksoftirqd_wakeups, user_ticks, slivers
 
     cpdef double net_rx_action(self, double t, long weight, double cost) except? -1.0
     cpdef double cpu_was_free(self, double b, double t) except? -1.0
     cpdef double do_softirq(self, double start) except? -1.0
+    cpdef double sliver(self, double start) except? -1.0
+    cpdef int sched_ticks(self, double upto, bint in_softirq) except -1
+    cpdef int user_runs(self, double a, double z, bint preempt) except -1
+    cpdef int switched(self, double t) except -1
+    cpdef int wake_sleepers(self, double t) except -1
     cpdef int ksoftirqd_runs(self, double t) except -1
     cpdef int ksoftirqd_stops(self, double t) except -1
     cpdef int charge(self, double due, double w) except -1

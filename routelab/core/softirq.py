@@ -14,12 +14,15 @@ between ``dev->poll`` calls).  Then ``do_softirq`` restarts, up to
 ``MAX_SOFTIRQ_RESTART`` times, and gives up by waking ksoftirqd; with a user
 task on the CPU the time between is the task's (:meth:`Cpu.do_softirq`).
 
+Who is current -- ksoftirqd, the gettimeofday loop, other tasks -- is decided
+by the CPU's 2.6.0 O(1) runqueue (:mod:`routelab.core.sched`), which this
+module feeds with ticks, wakeups and schedule() calls at the points the kernel
+has them.
+
 Simplifications (each also said where it happens): hard-IRQ time is charged
 into the same FIFO (it would preempt softirq work, which changes the order of
-completion but not the total); the user task and ksoftirqd are the only
-tasks, with the 2.6 O(1) timeslices of nice 0 and nice 19 and static
-priorities; the output NIC's TX-completion interrupt delay is assumed
-(``TX_IRQ_DELAY``).
+completion but not the total); tasks block and wake only at ticks; the output
+NIC's TX-completion interrupt delay is assumed (``TX_IRQ_DELAY``).
 """
 
 from __future__ import annotations
@@ -32,12 +35,9 @@ from ..sim.ledger import Ledger
 from ..sim.queues import IntervalLog
 from .dev import SoftnetData, flush_tx
 
-__all__ = ["Cpu", "TimerTick", "MAX_SOFTIRQ_RESTART", "USER_SLICE", "KSOFTIRQD_SLICE",
-           "TX_IRQ_DELAY", "next_tick"]
+__all__ = ["Cpu", "TimerTick", "MAX_SOFTIRQ_RESTART", "TX_IRQ_DELAY", "next_tick"]
 
 MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
-USER_SLICE = 0.1           # nice-0 timeslice of the 2.6 O(1) scheduler, ~100 ms
-KSOFTIRQD_SLICE = 0.01     # nice-19 timeslice, 10 ms (MIN_TIMESLICE)
 # Time from the end of an irq_exit softirq batch to the output NIC's next
 # TX-completion interrupt (which starts the next batch).  ASSUMED: the e1000
 # transmit interrupt delay, TIDV = 64 units of 1.024 us (the driver default
@@ -45,8 +45,8 @@ KSOFTIRQD_SLICE = 0.01     # nice-19 timeslice, 10 ms (MIN_TIMESLICE)
 # the flood, so that interrupt always comes.
 TX_IRQ_DELAY = 64 * 1.024e-6
 # (the same as C constants when compiled)
-_MAX_RESTART, _USER_SLICE, _KSD_SLICE, _TX_IRQ_DELAY = (MAX_SOFTIRQ_RESTART, USER_SLICE,
-                                                       KSOFTIRQD_SLICE, TX_IRQ_DELAY)
+_MAX_RESTART, _TX_IRQ_DELAY = MAX_SOFTIRQ_RESTART, TX_IRQ_DELAY
+_SCHED_HZ = 1000           # routelab.core.sched.HZ: the 2.6.0 scheduler's jiffies
 
 
 @cython.locals(x=cython.double, hz=cython.long)
@@ -56,7 +56,7 @@ def next_tick(x: float, hz: int) -> float:
 
 
 class Cpu:
-    """One CPU: its softirq work, ksoftirqd and the user task.
+    """One CPU: its softirq work, ksoftirqd and the tasks it interrupts.
 
     Parameters
     ----------
@@ -64,7 +64,11 @@ class Cpu:
     hz : int                 timer ticks per second (jiffy = 1/hz)
     budget : int             net_rx_action's packet budget (netdev_max_backlog)
     entry_cost : float       seconds of one net_rx_action/do_softirq start
-    user : bool              a CPU-bound user task (nice 0) runs on this CPU
+    rq : Runqueue or None    the CPU's 2.6.0 O(1) runqueue
+                             (:class:`routelab.core.sched.Runqueue`) with its tasks:
+                             ksoftirqd, the gettimeofday loop and any others; None:
+                             no user task, the CPU idles when there is no softirq work
+                             and ksoftirqd runs whenever it is woken
     rcu : Rcu or None        the RCU state (quiescent states, the tasklet)
     softnet : SoftnetData    its backlog and softnet counters
     devices : list           every NetDevice (TX completions before RCU callbacks)
@@ -80,14 +84,15 @@ class Cpu:
     pass_n, pass_t0          packets in the current net_rx_action run, its start
     restarts : int           do_softirq restarts in the current invocation
     in_ksoftirqd : bool      ksoftirqd is the current task
-    user_left, ks_left       what is left of the user task's / ksoftirqd's slice
+    sched_t : float          the scheduler has been given every tick up to here
+    loop_seen, loop_gap      when the gettimeofday loop last ran in user mode, and
+                             the longest gap between two of its runs so far
     ivlog : IntervalLog      softirq busy intervals
-    ctxsw, ksoftirqd_wakeups, user_ticks, slivers, user_expired,
-    ksoftirqd_expired : int  counters
+    ctxsw, ksoftirqd_wakeups, user_ticks, slivers : int  counters
     ksoftirqd_s : float      seconds ksoftirqd was the current task (top's view)
     """
 
-    def __init__(self, num: int, hz: int, budget: int, entry_cost: float, user: bool,
+    def __init__(self, num: int, hz: int, budget: int, entry_cost: float, rq,
                  rcu, softnet: SoftnetData, devices: list, ledger: Ledger,
                  max_restart: int = MAX_SOFTIRQ_RESTART) -> None:
         self.num = num
@@ -96,14 +101,23 @@ class Cpu:
         self.budget = budget
         self.max_restart = max_restart
         self.rr = entry_cost
-        self.user = bool(user)
+        self.rq = rq
+        self.user = rq is not None
+        self.ksd = None
+        self.loop = None
+        if rq is not None:
+            for p in rq.tasks:
+                if p.kind == "ksoftirqd":
+                    self.ksd = p
+                elif p.kind == "cpu" and self.loop is None:
+                    self.loop = p
+            if self.ksd is None:
+                raise ValueError("a runqueue for a Cpu needs its ksoftirqd task")
         self.rcu = rcu
         self.use_rcu = rcu is not None and rcu.mode != "none"
         kinds = rcu.qs_kinds if rcu is not None else frozenset()
         self.qs_handler = "softirq_handler" in kinds
         self.qs_loop = "softirq_loop" in kinds
-        # an idle CPU may report a quiescent state
-        self.rcu_wake = rcu is not None and (self.user or "idle" in kinds)
         self.softnet = softnet
         self.devices = devices
         self.ledger = ledger
@@ -113,16 +127,14 @@ class Cpu:
         self.pass_t0 = 0.0
         self.restarts = 0
         self.in_ksoftirqd = False
-        self.user_left = _USER_SLICE
-        self.ks_left = _KSD_SLICE
-        self.acct_t0 = 0.0          # when the current task's slice last was charged
+        self.sched_t = 0.0
+        self.loop_seen = 0.0
+        self.loop_gap = 0.0
         self.ivlog = IntervalLog()
         self.ctxsw = 0
         self.ksoftirqd_wakeups = 0
         self.user_ticks = 0
         self.slivers = 0
-        self.user_expired = 0
-        self.ksoftirqd_expired = 0
         self.ksoftirqd_s = 0.0
         self.ksoftirqd_since = 0.0
 
@@ -145,9 +157,9 @@ class Cpu:
         lg = self.ledger
         b = self.busy
         if b < t:
-            # the CPU had no softirq work since b (nothing to do unless
-            # ksoftirqd was running or RCU waits for a quiescent state)
-            if self.in_ksoftirqd or (self.rcu_wake and self.rcu.gp_active):
+            # the CPU had no softirq work since b: ksoftirqd (if it ran) went to
+            # sleep, the tasks ran
+            if self.user or self.in_ksoftirqd:
                 start = self.cpu_was_free(b, t)
             else:
                 start = t
@@ -167,7 +179,7 @@ class Cpu:
             # net_rx_action returns with work left: budget used up, or a jiffy
             # gone (looked at between dev->poll calls, every ``weight`` packets)
             self.softnet.time_squeeze += 1
-            if self.use_rcu and self.rcu.done[self.num]:
+            if self.use_rcu and self.rcu.rcu_pending(self.num):
                 flush_tx(self.devices, start)   # the RCU callbacks read reference counts
             start = self.do_softirq(start)
             svc = self.rr + lg.t + cost
@@ -177,7 +189,7 @@ class Cpu:
         lg.svc = svc
         return start
 
-    @cython.locals(b=cython.double, t=cython.double, tick=cython.double)
+    @cython.locals(b=cython.double, t=cython.double)
     def cpu_was_free(self, b: float, t: float) -> float:
         """A packet arrives at ``t`` on a CPU that has had no softirq work since ``b``.
 
@@ -187,28 +199,112 @@ class Cpu:
 
         Kernel: kernel/softirq.c ksoftirqd (sleeps when no softirq is pending),
         kernel/sched.c schedule.  If ksoftirqd was running it went to sleep at
-        ``b``: with a user task that is a context switch (a quiescent state)
-        and the user task runs from ``b``; without one the CPU idled.  A timer
-        tick between ``b`` and ``t`` lands in user mode (or in idle).
+        ``b`` (schedule(): a quiescent state).  From ``b`` to ``t`` the tasks
+        run in user mode (:meth:`user_runs`); the RCU side of those ticks is
+        :class:`TimerTick`'s.
         """
-        rcu = self.rcu
-        if self.in_ksoftirqd:
+        if self.rq is None:
+            # no tasks: ksoftirqd sleeps, the CPU idles
             self.ksoftirqd_stops(b)
-            if self.user:
-                self.ks_left -= b - self.acct_t0
-                self.acct_t0 = b
-                self.ctxsw += 1
-                if rcu is not None:
-                    rcu.quiescent(self.num, b, "ctxsw")
-        if self.rcu_wake and rcu.gp_active:
-            if self.user:
-                tick = next_tick(b, self.hz)
-                if tick <= t:
-                    rcu.quiescent(self.num, tick, "user_tick")
-                    self.user_ticks += 1
-            else:
-                rcu.quiescent(self.num, b, "idle")
+            self.ctxsw += 1
+            if self.rcu is not None:
+                self.rcu.quiescent(self.num, b, "ctxsw")
+            return t
+        self.sched_ticks(b, True)
+        if self.in_ksoftirqd:
+            self.rq.sleep(self.ksd, b)
+            self.switched(b)
+        self.user_runs(b, t, True)
         return t
+
+    # -- the scheduler side ----------------------------------------------------------
+    @cython.locals(upto=cython.double, k=cython.long, k1=cython.long, tk=cython.double)
+    def sched_ticks(self, upto: float, in_softirq: bool) -> int:
+        """Give the scheduler every tick up to ``upto`` that it has not seen; all
+        of them landed in softirq work (``in_softirq``: on top of the current
+        task, or ksoftirqd's own) -- the caller handles user-mode stretches.
+
+        Kernel: kernel/timer.c update_process_times -> kernel/sched.c
+        scheduler_tick (2.6.0): the tick charges ``current``'s slice wherever
+        it landed.  Sleepers whose timer is due wake from the interrupt.
+        """
+        rq = self.rq
+        k = math.floor(self.sched_t * _SCHED_HZ + 1e-6) + 1
+        k1 = math.floor(upto * _SCHED_HZ + 1e-6)
+        while k <= k1:
+            tk = k / _SCHED_HZ
+            self.wake_sleepers(tk)
+            rq.scheduler_tick(tk, in_softirq=True)
+            k += 1
+        if upto > self.sched_t:
+            self.sched_t = upto
+        return 0
+
+    def wake_sleepers(self, t: float) -> int:
+        """Timer wakeups of the mostly-sleeping tasks due by ``t`` (from the
+        timer interrupt: ``activated = 2``)."""
+        for p in self.rq.tasks:
+            if p.kind == "sleeper" and p.array is None and 0 <= p.wake_at <= t * _SCHED_HZ + 1e-6:
+                self.rq.wake_up(p, t, True)
+        return 0
+
+    def switched(self, t: float) -> int:
+        """After a schedule() at ``t``: a quiescent state, and who is current now."""
+        cur = self.rq.curr
+        self.ctxsw += 1
+        if self.rcu is not None:
+            self.rcu.quiescent(self.num, t, "ctxsw")
+        if cur is self.ksd:
+            if not self.in_ksoftirqd:
+                self.in_ksoftirqd = True
+                self.ksoftirqd_since = t
+        elif self.in_ksoftirqd:
+            self.ksoftirqd_stops(t)
+        return 0
+
+    @cython.locals(a=cython.double, z=cython.double, x=cython.double, nt=cython.double,
+                   seg=cython.double)
+    def user_runs(self, a: float, z: float, preempt: bool) -> int:
+        """From ``a`` to ``z`` no softirq work runs: the current task runs in user
+        mode (the idle task idles), ticks land there, and (``preempt``) the
+        return from each tick may switch tasks.  A mostly-sleeping task uses its
+        burst and sleeps; the gettimeofday loop's gaps are recorded.
+
+        Kernel: kernel/sched.c scheduler_tick (user tick), schedule at the
+        return to user mode (2.6.0).  ``preempt`` is False for the stretch
+        between an ``irq_exit`` and the next interrupt, which runs
+        ``do_softirq`` again before it can reschedule.
+        """
+        rq = self.rq
+        x = a
+        while x < z:
+            nt = math.floor(x * _SCHED_HZ + 1e-6) + 1
+            nt = nt / _SCHED_HZ
+            seg = nt if nt < z else z
+            cur = rq.curr
+            if cur is self.loop:
+                if x - self.loop_seen > self.loop_gap:
+                    self.loop_gap = x - self.loop_seen
+                self.loop_seen = seg
+            elif cur.kind == "sleeper":
+                cur.burst_left -= (seg - x) * _SCHED_HZ
+            if nt > z + 1e-12:
+                break
+            # the tick at nt lands in user mode (or idle)
+            self.sched_t = nt
+            self.wake_sleepers(nt)
+            rq.scheduler_tick(nt, user_mode=bool(cur.mm))
+            cur = rq.curr
+            if cur.kind == "sleeper" and cur.burst_left <= 1e-9:
+                cur.burst_left = cur.burst
+                cur.wake_at = math.floor(nt * _SCHED_HZ + 1e-6) + cur.sleep
+                rq.sleep(cur, nt)
+                self.switched(nt)
+            elif preempt and rq.need_resched:
+                rq.schedule(nt)
+                self.switched(nt)
+            x = nt
+        return 0
 
     @cython.locals(start=cython.double, w=cython.double, end=cython.double,
                    tick=cython.double, lg=Ledger)
@@ -218,53 +314,45 @@ class Cpu:
         RCU tasklet time run at this boundary is left in ``ledger.t``.
 
         Kernel: kernel/softirq.c do_softirq (restart at most 10 times, then
-        wake ksoftirqd), ksoftirqd; kernel/sched.c (2.6.0 O(1) scheduler:
-        scheduler_tick, schedule).
+        wake ksoftirqd), ksoftirqd (do_softirq, then cond_resched);
+        kernel/sched.c (2.6.0 O(1) scheduler, :mod:`routelab.core.sched`).
 
-        The model of one CPU under a NAPI flood, with a CPU-bound user task
-        (the gettimeofday loop, nice 0) and ksoftirqd (nice 19):
+        The model of one CPU under a NAPI flood:
 
-        * While the user task is *current*, softirqs run from ``irq_exit`` of
-          whatever interrupt comes (the timer tick, the output NIC's
-          TX-completion interrupt; the input NIC's RX interrupt stays masked
-          while it is being polled).  One ``do_softirq`` makes at most 10
-          passes (the first plus 9 restarts), then wakes ksoftirqd and
-          returns to the user task.  The user task is current all along, so
-          the timer tick charges the softirq time to *its* timeslice
-          (scheduler_tick decrements ``current->time_slice``): its 100 ms
-          slice runs out after 100 ms of wall time, however little of it the
-          task really had.
-        * Back in user mode the task runs until the next interrupt:
-          ``TX_IRQ_DELAY`` later (the output NIC's TX-completion interrupt,
-          frames are always in flight under the flood) or the next tick,
-          whichever is first.  Only if the tick comes first does a tick land
-          in user mode -- a quiescent state in every RCU flavour.
-        * When the user task's slice has run out, schedule() (a quiescent
-          state) moves it to the *expired* array and runs ksoftirqd (woken
-          into the *active* array).  ksoftirqd runs ``do_softirq`` back to
-          back in process context (ticks land in kernel mode: no quiescent
-          state) until its 10 ms slice runs out; then it is expired too, the
-          arrays swap, and the user task (better priority) runs again with a
-          fresh slice (a context switch: a quiescent state).  If ksoftirqd
-          finds nothing pending it sleeps (see :meth:`cpu_was_free`).
-        * Without a user task, ksoftirqd runs until the work is done (its
-          own slice expiries are not modelled).
+        * Softirqs run from ``irq_exit`` on top of whatever task the interrupt
+          found (the timer tick, the output NIC's TX-completion interrupt;
+          the input NIC's RX interrupt stays masked while it is polled).  One
+          ``do_softirq`` makes at most ``max_restart`` passes, then wakes
+          ksoftirqd.  Every tick during that work lands in softirq and is
+          charged to the current task's slice (:meth:`sched_ticks`); the
+          wall-clock time drains its ``sleep_avg`` at its next schedule().
+        * At the return from the interrupt, ``need_resched`` (a slice used up,
+          a better task woken) calls schedule(), a quiescent state.  If the
+          current task is a user task it runs until the next interrupt:
+          ``TX_IRQ_DELAY`` later or the next tick, whichever is first
+          (:meth:`user_runs`); only if the tick comes first does a tick land in
+          user mode -- a quiescent state in every RCU flavour.
+        * ksoftirqd (nice 19, never interactive) runs ``do_softirq`` back to
+          back in process context (its ticks land in softirq: no quiescent
+          state), calling cond_resched() between them: schedule() only once
+          ``need_resched`` is set.  When it finds nothing pending it sleeps
+          (:meth:`cpu_was_free`).
+        * Without a runqueue (no user task) ksoftirqd runs until the work is
+          done.
 
         Time with ksoftirqd current is summed (``ksoftirqd_s``, summary
         ``cpu_ksoftirqd_pct``): top charges a task every tick that lands
-        while it is current, so this is what top shows on the ksoftirqd line,
-        hard IRQs that interrupt it included.
+        while it is current, so this is what top shows on the ksoftirqd line.
 
         The restart rule is the kernel's (``max_restart``): 2.6.0 makes up to
         10 passes; 2.4.24 reruns only softirqs raised for the first time
         during its pass, so a NET_RX that re-raises itself wakes ksoftirqd
         after the first pass [24] kernel/softirq.c do_softirq.
 
-        Simplified: interrupts are instantaneous (hard-IRQ time
-        is folded into the per-packet costs); the user task and ksoftirqd are
-        the only tasks on the CPU; priorities are the static ones (nice 0
-        beats nice 19 whatever the sleep bonus); the TX-completion interrupt
-        delay is the e1000 default as we recall it (``TX_IRQ_DELAY``).
+        Simplified: interrupts are instantaneous (hard-IRQ time is folded into
+        the per-packet costs); the TX-completion interrupt delay is the e1000
+        default as we recall it (``TX_IRQ_DELAY``); with a 2.4 kernel the
+        2.6.0 scheduler stands in for 2.4's (not modelled).
         """
         lg = self.ledger
         rcu = self.rcu
@@ -272,9 +360,12 @@ class Cpu:
         if rcu is not None:
             if self.qs_handler:
                 rcu.quiescent(self.num, start, "softirq_handler")
-            if self.use_rcu and rcu.done[self.num]:
-                w = rcu.rcu_tasklet(self.num, start)
-                lg.charge(self.slot_rcu, w)
+            if self.use_rcu:
+                # the RCU tasklet, if a tick scheduled it (TASKLET_SOFTIRQ runs
+                # after NET_RX in the pass)
+                w = rcu.tasklet_at(self.num, start)
+                if w > 0.0:
+                    lg.charge(self.slot_rcu, w)
         lg.t = w
         self.restarts += 1
         if self.restarts < self.max_restart:
@@ -283,49 +374,47 @@ class Cpu:
         self.restarts = 0
         if self.qs_loop and rcu is not None:
             rcu.quiescent(self.num, start, "softirq_loop")
+        if self.rq is None:
+            if not self.in_ksoftirqd:
+                self.ksoftirqd_wakeups += 1
+                self.ksoftirqd_runs(start)
+            return start
+        rq = self.rq
+        self.sched_ticks(start, True)
         if self.in_ksoftirqd:
             # ksoftirqd's loop: cond_resched() between do_softirq calls
-            if not self.user:
+            if not rq.need_resched:
                 return start
-            self.ks_left -= start - self.acct_t0
-            self.acct_t0 = start
-            if self.ks_left > 0:
-                return start
-            # ksoftirqd's slice is used up: expired; the arrays swap, the user runs
-            self.ksoftirqd_expired += 1
-            self.ks_left = _KSD_SLICE
-            self.user_left = _USER_SLICE
-            self.ksoftirqd_stops(start)
-            self.ctxsw += 1
-            if rcu is not None:
-                rcu.quiescent(self.num, start, "ctxsw")
         else:
-            # irq_exit: wakeup_softirqd
-            self.ksoftirqd_wakeups += 1
-            if not self.user:
-                self.ksoftirqd_runs(start)
-                return start
-            self.user_left -= start - self.acct_t0
-            self.acct_t0 = start
-            if self.user_left <= 0:
-                # the user task's slice ran out during the batch: schedule() puts it
-                # in the expired array and runs ksoftirqd
-                self.user_expired += 1
-                self.ksoftirqd_runs(start)
-                return start
-        # back in user mode until the next interrupt
+            # irq_exit: wakeup_softirqd (from interrupt context)
+            if self.ksd.array is None:
+                self.ksoftirqd_wakeups += 1
+                rq.wake_up(self.ksd, start, True)
+            if not rq.need_resched:
+                return self.sliver(start)
+        rq.schedule(start)
+        self.switched(start)
+        if self.in_ksoftirqd:
+            return start
+        return self.sliver(start)
+
+    @cython.locals(start=cython.double, end=cython.double, tick=cython.double)
+    def sliver(self, start: float) -> float:
+        """Back in user mode at ``start`` until the next interrupt: return when it
+        comes (and with it the next ``do_softirq``)."""
         self.slivers += 1
         end = start + _TX_IRQ_DELAY
         tick = next_tick(start, self.hz)
         if tick <= end:
             end = tick
             self.user_ticks += 1
-            if rcu is not None:
-                rcu.quiescent(self.num, tick, "user_tick")
+            if self.rcu is not None:
+                self.rcu.quiescent(self.num, tick, "user_tick" if self.rq.curr.mm else "idle")
+        self.user_runs(start, end, False)
         return end
 
     def ksoftirqd_runs(self, t: float) -> int:
-        """schedule() switches to ksoftirqd at ``t``: a context switch (a
+        """(No runqueue) ksoftirqd is woken and runs at ``t``: a context switch (a
         quiescent state), and ksoftirqd is the current task from now on."""
         self.ctxsw += 1
         if self.rcu is not None:
@@ -335,8 +424,8 @@ class Cpu:
         return 0
 
     def ksoftirqd_stops(self, t: float) -> int:
-        """ksoftirqd stops being the current task at ``t`` (it sleeps, or its
-        slice ran out): the time since it started is top's ksoftirqd time."""
+        """ksoftirqd stops being the current task at ``t`` (it sleeps, or was
+        switched out): the time since it started is top's ksoftirqd time."""
         self.in_ksoftirqd = False
         self.ksoftirqd_s += t - self.ksoftirqd_since
         return 0
@@ -358,24 +447,55 @@ class Cpu:
         return 0
 
     def finish(self, duration: float) -> None:
-        """End of the run: a ksoftirqd still running stops when its work is done
-        (or the run ends)."""
+        """End of the run: the softirq work still queued runs (ksoftirqd stops when
+        it is done), the tasks run to the end, and the gettimeofday loop's last
+        gap is closed."""
+        end = min(self.busy, duration)
+        if self.rq is None:
+            if self.in_ksoftirqd:
+                self.ksoftirqd_stops(end if end > self.ksoftirqd_since else self.ksoftirqd_since)
+            return
+        if end > self.sched_t:
+            self.sched_ticks(end, True)
         if self.in_ksoftirqd:
-            end = min(self.busy, duration)
-            self.ksoftirqd_stops(end if end > self.ksoftirqd_since else self.ksoftirqd_since)
+            self.rq.sleep(self.ksd, max(end, self.sched_t))
+            self.switched(max(end, self.sched_t))
+        if duration > self.sched_t:
+            self.user_runs(self.sched_t, duration, True)
+        if self.loop is not None and duration - self.loop_seen > self.loop_gap:
+            self.loop_gap = duration - self.loop_seen
+
+    def tasks(self, now: float) -> list:
+        """Per task on this CPU: name, nice, kind, seconds it was current (softirq
+        work on top included), its longest runnable wait, ticks charged to it (and
+        how many landed in softirq), final prio and sleep_avg, prio samples."""
+        if self.rq is None:
+            return []
+        out = []
+        for p in self.rq.tasks:
+            out.append({"name": p.name, "nice": p.nice, "kind": p.kind,
+                        "run_s": self.rq.run_ns(p, now) / 1e9, "worst_wait_s": p.worst_wait(now),
+                        "ticks": p.ticks, "softirq_ticks": p.softirq_ticks, "prio": p.prio,
+                        "sleep_avg_ms": p.sleep_avg / 1e6,
+                        "prio_samples": [(t / 1e9, pr) for t, pr in p.prio_samples]})
+        return out
 
 
 class TimerTick:
-    """The per-CPU timer tick, as far as RCU needs it: on every tick, idle
-    CPUs pass a quiescent state and run their RCU tasklet.
+    """The per-CPU timer tick, as far as RCU needs it: on every tick, a CPU
+    with no softirq work (in the user task or idle) passes a quiescent state
+    and, if ``rcu_pending``, runs its RCU tasklet at the tick's ``irq_exit``.
 
-    Kernel: kernel/timer.c update_process_times -> rcu_check_callbacks,
-    kernel/rcupdate.c (2.6.0).  The tick is simulated only while callbacks
-    are pending (``Rcu.pending``): ``Rcu`` arms :attr:`timer` when the first
-    one is queued and stops it when the last one has run.
+    Kernel: kernel/timer.c update_process_times -> scheduler_tick ->
+    rcu_check_callbacks (only if rcu_pending), kernel/rcupdate.c (2.6.0).
+    The tick is simulated only while callbacks are pending (``Rcu.pending``):
+    ``Rcu`` arms :attr:`timer` when the first one is queued and stops it when
+    the last one has run.
 
-    Simplification: a tick on a busy CPU is not simulated here (the softirq
-    run boundaries account for what it does to the user task and to RCU).
+    Simplification: a tick on a CPU busy with softirq work is not simulated
+    here: it is never a quiescent state (vanilla), its slice charge is
+    :meth:`Cpu.do_softirq`'s, and the tasklet it schedules runs at the next
+    pass boundary (:meth:`routelab.core.rcu.Rcu.tasklet_at`).
     """
 
     def __init__(self, clock) -> None:
@@ -398,6 +518,7 @@ class TimerTick:
         self.user = user
         rcu.tick = self.timer
         rcu.tick_at = 1.0 / hz
+        rcu.hz = hz
 
     @cython.locals(due=cython.double, w=cython.double, c=Cpu)
     def fire(self, due: float) -> float:
@@ -409,7 +530,8 @@ class TimerTick:
             if c.busy <= due:
                 rcu.quiescent(c.num, due, kind)
         for c in self.cpus:
-            if c.busy <= due and rcu.done[c.num]:
+            if c.busy <= due and rcu.rcu_pending(c.num):
+                rcu.tick_seen[c.num] = math.floor(due * self.hz + 1e-6)
                 w = rcu.rcu_tasklet(c.num, due)
                 self.ledger.charge(self.slot_rcu, w)
                 c.charge(due, w)

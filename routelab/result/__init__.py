@@ -232,11 +232,16 @@ class Result:
 
 
     def user_max_delay(self) -> float:
-        """Longest stretch any CPU spent in softirq work without a break.
+        """The gettimeofday loop's worst delay: the longest time between two
+        of its stretches in user mode, on any CPU (softirq work on top of it,
+        ksoftirqd and other tasks all keep it from running).
 
-        With a CPU-bound user task on every CPU (the gettimeofday loop of
-        story 2) this is the longest time the task got no CPU at all.
+        Without the scheduler's record (a run made without a user task), the
+        longest stretch any CPU spent in softirq work without a break.
         """
+        gaps = self.counters.get("sched", {}).get("loop_gap_s")
+        if gaps:
+            return float(max(gaps))
         worst = 0.0
         for s, d in self.cpu["intervals"]:
             if s.size:

@@ -58,6 +58,15 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
          "NAPI poll weight of the input NICs: packets per dev->poll call; net_rx_action "
          "looks at its one-jiffy time limit only between calls."),
     Knob("user_task", True, bool, help="A gettimeofday loop runs on every CPU."),
+    Knob("other_hogs", 0, int, 0, 8, "tasks",
+         "Further CPU-bound nice-0 tasks on every CPU (with user_task). The report "
+         "does not say what else ran on the box: ASSUMED 0."),
+    Knob("sleepers", 0, int, 0, 8, "tasks",
+         "Mostly-sleeping nice-0 tasks on every CPU (a shell, sshd, top: run "
+         "sleeper_burst_ms, sleep sleeper_sleep_ms), with user_task. ASSUMED 0."),
+    Knob("sleeper_burst_ms", 1, int, 1, 100, "ms", "CPU time a sleeper needs per wakeup."),
+    Knob("sleeper_sleep_ms", 100, int, 1, 10_000, "ms",
+         "How long a sleeper sleeps between bursts."),
     *cache_knobs("ram_mb", "gc_min_interval", "gc_thresh", "max_size", "netdev_max_backlog",
                  "rcu_maxbatch"),
     *run_knobs(1.0, 120.0),
@@ -83,9 +92,17 @@ def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
                       Route("10.0.0.0/8", oif=0), Route("11.0.0.0/8", oif=2)],
               rules=[Rule(100, 100, iif=0), Rule(101, 101, iif=2)],
               local_addrs=["10.255.255.254", "11.255.255.254"])
+    tasks = []
+    if values["user_task"]:
+        tasks += [dict(name=f"hog{i}", kind="cpu") for i in range(values["other_hogs"])]
+        tasks += [dict(name=f"sleeper{i}", kind="sleeper", burst=values["sleeper_burst_ms"],
+                       sleep=values["sleeper_sleep_ms"]) for i in range(values["sleepers"])]
+    elif values["other_hogs"] or values["sleepers"]:
+        raise KnobError("other_hogs/sleepers", values["other_hogs"] + values["sleepers"],
+                        "0 without user_task (further tasks need the scheduler)")
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
                     ncpus=values["cpus"], user_task=values["user_task"], seed=seed,
-                    arp_static=[(1, SINK_1), (3, SINK_3)])
+                    arp_static=[(1, SINK_1), (3, SINK_3)], tasks=tasks)
     kw = dict(pps=values["pps_per_port"], flows=values["flows"], flow_len=values["flow_len"],
               order=values["flow_order"])
     gens = [Pktgen(saddr=SRC_A, dev=0, seed=seed * 2 + 1, **kw),
