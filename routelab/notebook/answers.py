@@ -356,6 +356,7 @@ FULL_LOAD = ("both about as long as at 90 %", "vanilla much longer, bh about the
              "both much longer")
 OVERFLOWS = ("disappear or nearly so", "drop by about half", "stay about the same")
 DELAYS = ("much shorter", "about the same", "longer")
+SLEEPER_DELAY = ("shorter", "about the same (within a factor of 2)", "more than twice as long")
 
 
 def _full_load(base, vanilla, bh) -> dict:
@@ -388,6 +389,15 @@ def _user_delay_bh(variants) -> dict:
            "flood and the user task.")
     return {"expected": DELAYS[0] if db < 0.5 * d0 else DELAYS[2] if db > 1.5 * d0
             else DELAYS[1], "vanilla_ms": d0 * 1e3, "bh_ms": db * 1e3, "why": why}
+
+
+def _sleepers_delay(runs) -> dict:
+    d0 = runs[0].summary()["user_max_delay_s"]
+    n = max(k for k in runs if k > 0)
+    dn = runs[n].summary()["user_max_delay_s"]
+    r = dn / max(d0, 1e-9)
+    return {"expected": SLEEPER_DELAY[0] if r < 0.8 else SLEEPER_DELAY[1] if r <= 2.0
+            else SLEEPER_DELAY[2], "n": n, "d0_ms": d0 * 1e3, "dn_ms": dn * 1e3, "ratio": r}
 
 
 def _new_entries(run) -> dict:
@@ -428,6 +438,20 @@ _Q02 = (
                     "only {ran:.1f} % of the time: softirq work took {busy:.1f} %.",
         solution="top_loop_pct = 90   # the loop is the current task whenever ksoftirqd is not"),
     Question(
+        "02-rcu-softirq-latency", "sleepers-delay", "sleepers_delay",
+        "one of the three answers, as its letter or its text",
+        _sleepers_delay, choices=SLEEPER_DELAY,
+        hint="A sleeper that wakes up gets a sleep bonus and lands in the active array. Where "
+             "is the loop when its slice has run out, and when does it leave that array?",
+        explanation="with no other tasks the loop's worst delay is {d0_ms:,.0f} ms, with {n} "
+                    "sleepers on each CPU {dn_ms:,.0f} ms ({ratio:.1f} times as long). Each "
+                    "sleeper needs only 1 ms of its own CPU time, but under the flood it gets "
+                    "the CPU in slivers, so it stays runnable – and interactive – for a long "
+                    "time and keeps the active array from emptying. The loop, its slice eaten "
+                    "by softirq work, waits in the expired array until EXPIRED_STARVING "
+                    "(1.02 s for each runnable task) forces the swap.",
+        solution='sleepers_delay = "c"   # interactive sleepers keep the loop in the expired array'),
+    Question(
         "02-rcu-softirq-latency", "overflows-bh", "overflows_bh",
         "one of the three answers, as its letter or its text",
         _overflows_bh, choices=OVERFLOWS,
@@ -463,10 +487,11 @@ _Q02 = (
         hint="pending entries ≈ new entries per second × grace-period length",
         explanation="{max_size:,} / {per_s:,.0f} per s ≈ {expected:.0f} ms. Any grace period "
                     "longer than that fills the cache with entries that are already dead, and "
-                    "every allocation after it fails until the grace period ends. In section 5 "
-                    "the overflows began with grace periods of about half that: the entries "
-                    "still in the hash (up to {elasticity} per bucket, about {hashed:,.0f} at "
-                    "the peak) take {share:.0%} of the room.",
+                    "every allocation after it fails until the grace period ends. The real "
+                    "limit is lower still: the entries still in the hash (up to {elasticity} "
+                    "per bucket, about {hashed:,.0f} at the peak) take {share:.0%} of the room, "
+                    "and 2.6.0 makes a freed entry wait for two or three grace periods, not "
+                    "one (section 3).",
         solution="max_gp_ms = 32768 / 56_600 * 1e3   # max_size / new entries per second"),
 )
 

@@ -32,6 +32,9 @@ __all__ = [
     "rcu_explorer",
     "rcu_readout",
     "run_with_progress",
+    "sleepers_table",
+    "tasks_figure",
+    "tasks_table",
     "variants_table",
 ]
 
@@ -210,6 +213,80 @@ def pending_figure(results: dict[str, Result]):
     ax.set_ylim(0, nice_ceiling(max(ms or 1, 1) * 1.15))
     alt = ("Entries waiting for an RCU grace period over time, one line per kernel; "
            + "; ".join(parts) + (f"; max_size is {ms:,}." if ms else "."))
+    return fig, alt
+
+
+# -- the scheduler's view ---------------------------------------------------------------------
+
+def tasks_table(res: Result) -> str:
+    """Per CPU and task: nice, seconds it was the current task, timer ticks charged
+    to it (and how many of them landed in softirq work on top of it), its longest
+    wait while runnable, its priority at the end; and the loop's worst delay."""
+    head = (f"{'CPU':<4} {'task':<14} {'nice':>4} {'current':>9} {'ticks':>7} {'in softirq':>11} "
+            f"{'worst wait':>11} {'prio':>5}")
+    out = [head, "-" * len(head)]
+    sched = res.counters.get("sched", {})
+    for c, tasks in enumerate(sched.get("tasks", [])):
+        for t in tasks:
+            out.append(f"{c:<4} {t['name']:<14} {t['nice']:>4} {t['run_s']:>7.2f} s "
+                       f"{t['ticks']:>7,} {t['softirq_ticks']:>11,} "
+                       f"{t['worst_wait_s'] * 1e3:>8.0f} ms {t['prio']:>5}")
+    gaps = sched.get("loop_gap_s", [])
+    if gaps:
+        out.append("worst gettimeofday delay per CPU (time between two of the loop's runs in "
+                   "user mode): " + ", ".join(f"{g * 1e3:.0f} ms" for g in gaps))
+    out.append("(current = the task's time as the current task, softirq work on top of it "
+               "included; prio 100-139, lower is better)")
+    return "\n".join(out)
+
+
+def sleepers_table(results: dict[int, Result]) -> str:
+    """Worst loop delay, overflows and grace periods against the number of
+    mostly-sleeping tasks on every CPU (``{sleepers: Result}``)."""
+    head = (f"{'sleepers':>8} {'loop worst delay':>17} {'ksoftirqd (top)':>16} "
+            f"{'overflows':>10} {'GP max':>8}")
+    out = [head, "-" * len(head)]
+    for n, res in results.items():
+        s = res.summary()
+        out.append(f"{n:>8} {s['user_max_delay_s']:>15.2f} s {s['cpu_ksoftirqd_pct']:>14.1f} % "
+                   f"{s['gc_dst_overflow']:>10,} {s['rcu_grace_ms_max']:>6.0f}ms")
+    out.append("(sleepers = tasks on every CPU that need 1 ms of CPU and then sleep 100 ms, "
+               "like a shell or sshd; overflows = all CPUs)")
+    return "\n".join(out)
+
+
+def tasks_figure(res: Result, cpu: int = 0):
+    """Each task's dynamic priority over time on one CPU, and the gettimeofday
+    loop's runs in user mode; returns ``(fig, alt)``."""
+    tasks = res.counters.get("sched", {}).get("tasks", [])
+    if not tasks:
+        raise ValueError("tasks_figure needs a run with user_task=True")
+    fig, ax = new_figure(1, 1, size=(7.0, 3.4))
+    colors = [OKABE_ITO[k] for k in ("vermillion", "blue", "orange", "bluish_green",
+                                      "reddish_purple", "sky_blue", "yellow", "black")]
+    styles = ["-", "--", "-.", ":"]
+    parts = []
+    for i, t in enumerate(tasks[cpu]):
+        pts = t["prio_samples"]
+        xs = [0.0] + [x for x, _ in pts] + [res.duration]
+        first = pts[0][1] if pts else t["prio"]
+        # prio_samples holds the changes; the task's prio before its first change
+        # is its starting one, which for these tasks is the prio of a zero sleep_avg
+        start = 125 if t["nice"] == 0 else 120 + t["nice"] + 5
+        start = min(start, 139)
+        ys = [start if pts else first] + [y for _, y in pts] + [t["prio"]]
+        ax.step(xs, ys, where="post", color=colors[i % len(colors)],
+                linestyle=styles[i % len(styles)], label=f"{t['name']} (nice {t['nice']})")
+        parts.append(f"{t['name']} ends at prio {t['prio']}, worst wait "
+                     f"{t['worst_wait_s'] * 1e3:.0f} ms")
+    ax.set_ylim(140, 99)
+    ax.set_xlim(0, res.duration)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("dynamic priority\n(lower is better)")
+    ax.set_title(f"CPU {cpu}: who the O(1) scheduler favours under the flood")
+    ax.legend(loc="upper left", fontsize=8, ncols=3)     # (priorities 100-112 stay unused)
+    alt = (f"Dynamic priority of each task on CPU {cpu} over {res.duration:g} s of flood: "
+           + "; ".join(parts) + ".")
     return fig, alt
 
 
