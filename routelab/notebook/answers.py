@@ -450,7 +450,7 @@ _Q02 = (
                     "time and keeps the active array from emptying. The loop, its slice eaten "
                     "by softirq work, waits in the expired array until EXPIRED_STARVING "
                     "(1.02 s for each runnable task) forces the swap.",
-        solution='sleepers_delay = "c"   # interactive sleepers keep the loop in the expired array'),
+        solution='sleepers_delay = "c"   # sleepers keep the loop in the expired array'),
     Question(
         "02-rcu-softirq-latency", "overflows-bh", "overflows_bh",
         "one of the three answers, as its letter or its text",
