@@ -945,6 +945,7 @@ class Run:
             "ksoftirqd_s": [c.ksoftirqd_s for c in cpus]}
         if r.user_task:
             res.counters["sched"]["loop_gap_s"] = [c.loop_gap for c in cpus]
+            res.counters["sched"]["loop_user_s"] = [c.loop_user_s for c in cpus]
             res.counters["sched"]["tasks"] = [c.tasks(self.duration) for c in cpus]
         return res
 

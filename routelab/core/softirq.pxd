@@ -17,7 +17,7 @@ cpdef double next_tick(double x, long hz)
 @cython.final
 cdef class Cpu:
     cdef public long num, hz, budget, pass_n, restarts, max_restart
-    cdef public double jiffy, rr, busy, pass_t0, sched_t, loop_seen, loop_gap
+    cdef public double jiffy, rr, busy, pass_t0, sched_t, loop_seen, loop_gap, loop_user_s
     cdef public double ksoftirqd_s, ksoftirqd_since
     cdef public object rq, ksd, loop
     cdef public bint user, use_rcu, qs_handler, qs_loop, in_ksoftirqd

@@ -87,6 +87,7 @@ class Cpu:
     sched_t : float          the scheduler has been given every tick up to here
     loop_seen, loop_gap      when the gettimeofday loop last ran in user mode, and
                              the longest gap between two of its runs so far
+    loop_user_s              seconds the loop really ran (in user mode)
     ivlog : IntervalLog      softirq busy intervals
     ctxsw, ksoftirqd_wakeups, user_ticks, slivers : int  counters
     ksoftirqd_s : float      seconds ksoftirqd was the current task (top's view)
@@ -130,6 +131,7 @@ class Cpu:
         self.sched_t = 0.0
         self.loop_seen = 0.0
         self.loop_gap = 0.0
+        self.loop_user_s = 0.0
         self.ivlog = IntervalLog()
         self.ctxsw = 0
         self.ksoftirqd_wakeups = 0
@@ -286,6 +288,7 @@ class Cpu:
                 if x - self.loop_seen > self.loop_gap:
                     self.loop_gap = x - self.loop_seen
                 self.loop_seen = seg
+                self.loop_user_s += seg - x
             elif cur.kind == "sleeper":
                 cur.burst_left -= (seg - x) * _SCHED_HZ
             if nt > z + 1e-12:

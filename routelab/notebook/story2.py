@@ -364,7 +364,9 @@ def rcu_readout(res: Result) -> str:
           if np.isfinite(s["rcu_grace_ms_p50"]) else "no grace period ended")
     return (f"<b>{html.escape(k['kernel'])}</b>, {k['pps_per_port']:,.0f} pps/port, "
             f"{k['flows']:,} flows x {k['flow_len']}, gc_min_interval {k['gc_min_interval']:g} s, "
-            f"{res.duration:g} s | forwarded <b>{s['throughput_kpps']:.0f} kpps"
+            f"max_size {k['max_size']:,}, "
+            + (f"{k['sleepers']} sleepers/CPU, " if k.get("sleepers") else "")
+            + f"{res.duration:g} s | forwarded <b>{s['throughput_kpps']:.0f} kpps"
             f"</b> | dst overflows <b>{s['gc_dst_overflow']:,}</b> | {gp} | pending max "
             f"{s['rcu_pending_max']:,} | user task starved up to "
             f"<b>{s['user_max_delay_s'] * 1e3:.0f} ms</b>")
@@ -374,7 +376,10 @@ def rcu_explorer(*, duration: float = 0.15, seed: int = 1, dpi: int = 64, **star
     """Notebook 02's explorer: the flood with its main knobs, re-simulated per move.
 
     Controls: offered rate per port, flows, flow length, ``gc_min_interval``,
-    kernel (RCU variant), and the simulated window.  The default window,
+    ``max_size`` (the RAM rule's 32,768 by default; 262,144 is what Olsson once
+    said /proc showed), kernel (RCU variant), mostly-sleeping other tasks per
+    CPU (their stalls of the loop need a window of a few seconds), and the
+    simulated window.  The default window,
     ``duration`` = 0.15 s, keeps a move under about half a second on a
     Binder-class CPU (``benchmarks/bench_sliders.py``) but shows mostly the
     cache filling up; a 1-2 s window shows the steady state at about 0.7-1.3 s
@@ -390,9 +395,13 @@ def rcu_explorer(*, duration: float = 0.15, seed: int = 1, dpi: int = 64, **star
                     value=start.get("flow_len")),
         control_for(K["gc_min_interval"], description="gc_min_interval", min=0.0, max=2.0,
                     step=0.1, value=start.get("gc_min_interval", 0.5)),
+        control_for(K["max_size"], description="max_size", min=4096, max=262_144, step=4096,
+                    value=start.get("max_size", 32_768)),
         control_for(K["kernel"], description="kernel / RCU",
                     options=[(v, k) for k, v in VARIANTS.items()], value=start.get("kernel")),
-        control_for(K["duration"], description="window", min=0.1, max=2.0, step=0.05,
+        control_for(K["sleepers"], description="other tasks (sleepers)", max=6,
+                    value=start.get("sleepers")),
+        control_for(K["duration"], description="window", min=0.1, max=3.0, step=0.05,
                     value=duration),
     ]
     fig = RcuFigure(duration=duration)

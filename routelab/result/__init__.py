@@ -198,6 +198,18 @@ class Result:
         s.update(self.ping_summary())
         if self.config.user_task:
             s["user_max_delay_s"] = round(self.user_max_delay(), 6)
+            if sched is not None and "loop_user_s" in sched and self.duration > 0:
+                # the loop's own time in user mode, and the scheduler's switches
+                s["user_ran_pct"] = round(100.0 * sum(sched["loop_user_s"])
+                                          / (len(sched["loop_user_s"]) * self.duration), 3)
+                s["sched_switches"] = int(sum(self.counters["softnet"]["ctxsw"]))
+                worst: dict = {}
+                for tasks in sched.get("tasks", []):
+                    for t in tasks:
+                        name = t["name"].split("/")[0]
+                        worst[name] = max(worst.get(name, 0.0), t["worst_wait_s"])
+                for name, w in worst.items():
+                    s[f"worst_wait_ms_{name}"] = round(w * 1e3, 1)
         rows = self.counters.get("rt_cache_stat")
         if rows is not None:
             tot = np.asarray(rows).sum(axis=0)

@@ -129,6 +129,8 @@ def _port_summary(res: Result) -> dict:
     s["throughput_kpps"] = round(fwd / res.duration / 1e3, 2)
     gp = res.extra.get("grace_periods_s", np.zeros(0))
     s["rcu_grace_ms_p50"] = round(float(np.median(gp)) * 1e3, 2) if gp.size else math.nan
+    s["rcu_grace_ms_p95"] = (round(float(np.percentile(gp, 95)) * 1e3, 2) if gp.size
+                             else math.nan)
     s["rcu_grace_ms_max"] = round(float(gp.max()) * 1e3, 2) if gp.size else math.nan
     dst = res.counters.get("dst")
     rcu = res.counters.get("rcu")
