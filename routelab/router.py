@@ -946,6 +946,8 @@ class Run:
         if r.user_task:
             res.counters["sched"]["loop_gap_s"] = [c.loop_gap for c in cpus]
             res.counters["sched"]["loop_user_s"] = [c.loop_user_s for c in cpus]
+            res.extra["loop_stalls"] = [np.asarray(c.loop_stalls, dtype=float).reshape(-1, 2)
+                                        for c in cpus]
             res.counters["sched"]["tasks"] = [c.tasks(self.duration) for c in cpus]
         return res
 

@@ -10,6 +10,7 @@ from routelab.sim.queues cimport IntervalLog
 cdef long _MAX_RESTART
 cdef double _TX_IRQ_DELAY
 cdef long _SCHED_HZ
+cdef double _STALL_S
 
 cpdef double next_tick(double x, long hz)
 
@@ -20,6 +21,7 @@ cdef class Cpu:
     cdef public double jiffy, rr, busy, pass_t0, sched_t, loop_seen, loop_gap, loop_user_s
     cdef public double ksoftirqd_s, ksoftirqd_since
     cdef public object rq, ksd, loop
+    cdef public list loop_stalls
     cdef public bint user, use_rcu, qs_handler, qs_loop, in_ksoftirqd
     cdef public Rcu rcu
     cdef public SoftnetData softnet

@@ -47,6 +47,8 @@ TX_IRQ_DELAY = 64 * 1.024e-6
 # (the same as C constants when compiled)
 _MAX_RESTART, _TX_IRQ_DELAY = MAX_SOFTIRQ_RESTART, TX_IRQ_DELAY
 _SCHED_HZ = 1000           # routelab.core.sched.HZ: the 2.6.0 scheduler's jiffies
+STALL_S = 0.05             # the loop's gaps recorded one by one (Cpu.loop_stalls)
+_STALL_S = STALL_S
 
 
 @cython.locals(x=cython.double, hz=cython.long)
@@ -88,6 +90,7 @@ class Cpu:
     loop_seen, loop_gap      when the gettimeofday loop last ran in user mode, and
                              the longest gap between two of its runs so far
     loop_user_s              seconds the loop really ran (in user mode)
+    loop_stalls              (start, length) of every gap of at least ``STALL_S``
     ivlog : IntervalLog      softirq busy intervals
     ctxsw, ksoftirqd_wakeups, user_ticks, slivers : int  counters
     ksoftirqd_s : float      seconds ksoftirqd was the current task (top's view)
@@ -132,6 +135,7 @@ class Cpu:
         self.loop_seen = 0.0
         self.loop_gap = 0.0
         self.loop_user_s = 0.0
+        self.loop_stalls = []
         self.ivlog = IntervalLog()
         self.ctxsw = 0
         self.ksoftirqd_wakeups = 0
@@ -287,6 +291,8 @@ class Cpu:
             if cur is self.loop:
                 if x - self.loop_seen > self.loop_gap:
                     self.loop_gap = x - self.loop_seen
+                if x - self.loop_seen >= _STALL_S:
+                    self.loop_stalls.append((self.loop_seen, x - self.loop_seen))
                 self.loop_seen = seg
                 self.loop_user_s += seg - x
             elif cur.kind == "sleeper":
@@ -467,6 +473,8 @@ class Cpu:
             self.user_runs(self.sched_t, duration, True)
         if self.loop is not None and duration - self.loop_seen > self.loop_gap:
             self.loop_gap = duration - self.loop_seen
+        if self.loop is not None and duration - self.loop_seen >= _STALL_S:
+            self.loop_stalls.append((self.loop_seen, duration - self.loop_seen))
 
     def tasks(self, now: float) -> list:
         """Per task on this CPU: name, nice, kind, seconds it was current (softirq

@@ -33,6 +33,7 @@ __all__ = [
     "rcu_readout",
     "run_with_progress",
     "sleepers_table",
+    "stalls_figure",
     "tasks_figure",
     "tasks_table",
     "variants_table",
@@ -287,6 +288,38 @@ def tasks_figure(res: Result, cpu: int = 0):
     ax.legend(loc="upper left", fontsize=8, ncols=3)     # (priorities 100-112 stay unused)
     alt = (f"Dynamic priority of each task on CPU {cpu} over {res.duration:g} s of flood: "
            + "; ".join(parts) + ".")
+    return fig, alt
+
+
+def stalls_figure(results: dict):
+    """Per run and CPU, every stretch of at least 50 ms in which the gettimeofday
+    loop did not run (``{label: Result}``); returns ``(fig, alt)``."""
+    rows = []
+    for label, res in results.items():
+        for c, st in enumerate(res.extra.get("loop_stalls", [])):
+            rows.append((f"{label}, CPU {c}", np.asarray(st).reshape(-1, 2), res.duration))
+    if not rows:
+        raise ValueError("stalls_figure needs runs made with user_task=True")
+    fig, ax = new_figure(1, 1, size=(7.0, 0.55 * len(rows) + 1.3))
+    colors = [OKABE_ITO["vermillion"], OKABE_ITO["blue"], OKABE_ITO["orange"],
+              OKABE_ITO["bluish_green"], OKABE_ITO["reddish_purple"], OKABE_ITO["sky_blue"]]
+    parts = []
+    for i, (name, st, dur) in enumerate(rows):
+        y = len(rows) - 1 - i
+        if st.size:
+            ax.broken_barh([tuple(r) for r in st], (y - 0.35, 0.7),
+                           facecolors=colors[(i // 2) % len(colors)], edgecolor="white",
+                           linewidth=0.6)
+            parts.append(f"{name}: {len(st)} stalls, longest {st[:, 1].max() * 1e3:,.0f} ms")
+        else:
+            parts.append(f"{name}: none")
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows][::-1], fontsize=8)
+    ax.set_xlim(0, max(r[2] for r in rows))
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_xlabel("time [s]")
+    ax.set_title("The gettimeofday loop's stalls (50 ms or longer)")
+    alt = ("Timeline of the gettimeofday loop's stalls of at least 50 ms, one row per run and "
+           "CPU: " + "; ".join(parts) + ".")
     return fig, alt
 
 
