@@ -304,7 +304,7 @@ def stalls_figure(results: dict):
     colors = [OKABE_ITO["vermillion"], OKABE_ITO["blue"], OKABE_ITO["orange"],
               OKABE_ITO["bluish_green"], OKABE_ITO["reddish_purple"], OKABE_ITO["sky_blue"]]
     parts = []
-    for i, (name, st, dur) in enumerate(rows):
+    for i, (name, st, _dur) in enumerate(rows):
         y = len(rows) - 1 - i
         if st.size:
             ax.broken_barh([tuple(r) for r in st], (y - 0.35, 0.7),
