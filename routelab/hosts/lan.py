@@ -61,6 +61,32 @@ class ProbeResponder(Host):
                 codes = self.plan.responds(d, int(proto))
                 self._answers.update(zip(zip(d.tolist(), [int(proto)] * d.size, strict=True),
                                          codes.tolist(), strict=True))
+            self._prime(run, tr, worm)
+
+    def _prime(self, run, tr, worm) -> None:
+        """Hand the router the headers of every answer these probes could get,
+        so that it prepares them in one go (``Run.prime_injections``)."""
+        prime = getattr(run, "prime_injections", None)
+        if prime is None or not worm.any():
+            return
+        da, pr = tr.daddr[worm], tr.proto[worm]
+        codes = np.array([self._answers[(a, p)] for a, p in zip(da.tolist(), pr.tolist(),
+                                                                 strict=True)], dtype=np.int64)
+        ok = codes != REPLY["none"]
+        if not ok.any():
+            return
+        codes = codes[ok]
+        proto = np.array([_PROTO[c] for c in codes.tolist()], dtype=np.uint8)
+        echo = codes == REPLY["echo_reply"]
+        length = np.where(echo, tr.length[worm][ok],
+                          np.array([_LEN.get(c, 0) for c in codes.tolist()], dtype=np.int32))
+        n = int(ok.sum())
+        prime(dict(iif=np.full(n, self.dev, dtype=np.int16), saddr=da[ok],
+                   daddr=tr.saddr[worm][ok], tos=np.zeros(n, dtype=np.uint8), proto=proto,
+                   length=length.astype(np.int32), ttl=np.full(n, 128, dtype=np.uint8),
+                   df=proto == 6, cloned=np.zeros(n, dtype=bool),
+                   headroom=np.full(n, 16, dtype=np.int16), hdr_err=np.zeros(n, dtype=np.uint8),
+                   kind=np.full(n, KIND["reply"], dtype=np.uint8)))
 
     def _responds(self, daddr: int, proto: int) -> int:
         code = self._answers.get((daddr, proto))

@@ -377,7 +377,10 @@ class RcuFigure(LiveFigure):
         k = res.extra["knobs"]
         self.title.set_text(f"{k['kernel']}: {k['pps_per_port']:,.0f} pps per port, "
                             f"{k['flows']:,} flows x {k['flow_len']} packets, "
-                            f"gc_min_interval {k['gc_min_interval']:g} s")
+                            f"gc_min_interval {k['gc_min_interval']:g} s"
+                            + (f", max_size {k['max_size']:,}" if k.get("max_size") != 32_768
+                               else "")
+                            + (f", {k['sleepers']} sleepers/CPU" if k.get("sleepers") else ""))
         s = res.summary()
         self._alt = (f"{self.title.get_text()}. Top: dst entries peak at "
                      f"{s['route_cache_entries_max']:,} (max_size {ms:,}); up to "
