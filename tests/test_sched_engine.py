@@ -87,3 +87,11 @@ def test_schedule_passes_are_quiescent_states_in_the_engine():
     sw = res.summary()["sched_switches"]
     ticks = sum(res.counters["sched"]["user_ticks"])
     assert 0 < gps <= sw + ticks
+
+
+def test_lighten_keeps_the_summary_and_drops_the_packet_columns():
+    res = rcu.run(seed=1, duration=0.3)
+    before = res.summary()
+    assert res.lighten() is res
+    assert all(v.size == 0 for v in res.packets.values())
+    assert res.summary() == before and res.conservation()

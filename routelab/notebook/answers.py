@@ -472,8 +472,10 @@ _Q02 = (
         "02-rcu-softirq-latency", "ex1-new-entries", "new_entries_per_s",
         "a number: new route-cache entries per second, both ports together",
         _new_entries, unit="entries/s", rel=0.25,
-        hint="Each flow needs one new entry per flow_len packets – but only the packets the "
-             "router actually receives count.",
+        hint="The offered rate divided by the flow length is a good first estimate. (The "
+             "router receives only part of the flood, but it also has to make again the "
+             "entries pushed out of full chains before their flow ended; the explanation shows "
+             "how the two compare.)",
         explanation="the model creates {expected:,.0f} entries per second. About "
                     "{new_flows:,.0f} of them are new flows (the forwarded {kpps:.0f} kpps "
                     "divided by {flow_len} packets per flow); the rest are flows whose entry was "

@@ -138,8 +138,9 @@ def model_vs_report(res: Result) -> str:
 # -- comparing the RCU variants -----------------------------------------------------------
 
 def compare_variants(kernels=tuple(VARIANTS), *, duration: float = 10.0, seed: int = 1,
-                     progress=None, **knobs) -> dict[str, Result]:
-    """Run the rcu scenario once per kernel; returns ``{kernel: Result}``."""
+                     progress=None, light: bool = False, **knobs) -> dict[str, Result]:
+    """Run the rcu scenario once per kernel; returns ``{kernel: Result}``
+    (``light``: without their per-packet columns, see ``Result.lighten``)."""
     out = {}
     n = len(kernels)
     for i, k in enumerate(kernels):
@@ -148,6 +149,8 @@ def compare_variants(kernels=tuple(VARIANTS), *, duration: float = 10.0, seed: i
             def cb(f, i=i):
                 progress((i + f) / n)
         out[k] = rcu.run(seed=seed, kernel=k, duration=duration, progress=cb, **knobs)
+        if light:
+            out[k].lighten()
     return out
 
 
