@@ -388,7 +388,6 @@ class _Reference:
             rcu.hz = self.hz
         self.use_rcu = rcu is not None and rcu.mode != "none"
         kinds = rcu.qs_kinds if rcu is not None else frozenset()
-        self.qs_idle = "idle" in kinds
         self.qs_handler = "softirq_handler" in kinds
         self.qs_loop = "softirq_loop" in kinds
 

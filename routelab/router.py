@@ -465,9 +465,8 @@ class Run:
             self._inject_cache[key] = vals
         if vals is None:
             one = PacketTrace.build(np.array([t]), **f)
-            sub = prepare(self.r, self.cache, one)
-            classify(self.r, sub)
-            vals = {name: np.asarray(a)[0].item() for name, a in column_data(one, sub).items()}
+            cols = column_data(one, self._stages(one))
+            vals = {name: np.asarray(a)[0].item() for name, a in cols.items()}
             self._inject_cache[key] = vals
         vals = dict(vals)
         vals["t"] = float(t)
@@ -489,9 +488,7 @@ class Run:
         if n == 0:
             return 0
         tr = PacketTrace.build(np.zeros(n), **{k: fields[k] for k in names})
-        sub = prepare(self.r, self.cache, tr)
-        classify(self.r, sub)
-        cols = column_data(tr, sub)
+        cols = column_data(tr, self._stages(tr))
         rnd = self.cache.hash_rnd if self.cache is not None else 0
         rows = zip(*(getattr(tr, k).tolist() for k in names), strict=True)
         primed = self._primed
@@ -793,14 +790,19 @@ class Run:
         nb = max(1, int(math.ceil(self.duration / self.bin_s)))
         return np.arange(nb + 1) * self.bin_s
 
+    def _stages(self, tr: PacketTrace) -> dict:
+        """The array stages (``prepare``, ``classify``) of the packets in ``tr``."""
+        p = prepare(self.r, self.cache, tr)
+        classify(self.r, p)
+        return p
+
     def _open_window(self, tr: PacketTrace):
         """The array stages of one window's packets, and its Packets columns
         (room for the packets its hosts are expected to bear); born packets
         carried over from the last window arrive first."""
         r = self.r
         self._check_iif(tr)
-        p = prepare(r, self.cache, tr)
-        classify(r, p)
+        p = self._stages(tr)
         spare = 0
         for d, h in r.hosts.items():
             spare += int(np.count_nonzero(

@@ -365,12 +365,12 @@ def test_interactive_task_goes_back_to_active_noninteractive_to_expired():
     assert lo.array is rq2.expired
 
 
-def test_interactive_tasks_round_robin_every_granularity():
-    rq = Runqueue()
-    a = Task("a", 0, sleep_avg_ms=1020, interactive_credit=101)
-    b = Task("b", 0, sleep_avg_ms=1020, interactive_credit=101)
-    rq.add(a)
-    rq.add(b)
+def _round_robin_switches(ncpus: int) -> list[int]:
+    """Two fully interactive nice-0 tasks for 60 ticks: the ticks at which the
+    runqueue switched from one to the other."""
+    rq = Runqueue(ncpus=ncpus)
+    for name in ("a", "b"):
+        rq.add(Task(name, 0, sleep_avg_ms=1020, interactive_credit=101))
     rq.schedule(0.0)
     switches = []
     for j in range(1, 61):
@@ -379,22 +379,15 @@ def test_interactive_tasks_round_robin_every_granularity():
             before = rq.curr
             if rq.schedule(ms(j)) is not before:
                 switches.append(j)
-    assert switches == [10, 20, 30, 40, 50, 60]     # TIMESLICE_GRANULARITY = 10 on UP
+    return switches
+
+
+def test_interactive_tasks_round_robin_every_granularity():
+    assert _round_robin_switches(1) == [10, 20, 30, 40, 50, 60]   # TIMESLICE_GRANULARITY = 10 on UP
 
 
 def test_round_robin_granularity_doubles_on_two_cpus():
-    rq = Runqueue(ncpus=2)
-    a = Task("a", 0, sleep_avg_ms=1020, interactive_credit=101)
-    b = Task("b", 0, sleep_avg_ms=1020, interactive_credit=101)
-    rq.add(a)
-    rq.add(b)
-    rq.schedule(0.0)
-    switches = []
-    for j in range(1, 61):
-        rq.scheduler_tick(ms(j), user_mode=True)
-        if rq.need_resched and rq.schedule(ms(j)) is not None:
-            switches.append(j)
-    assert switches == [20, 40, 60]
+    assert _round_robin_switches(2) == [20, 40, 60]
 
 
 def test_expired_starving_formula():

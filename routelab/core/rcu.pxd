@@ -19,7 +19,6 @@ cdef class Rcu:
     cdef public long nmask
     cdef public long long curbatch, maxreq
     cdef public long long pending, completed, invoked, tasklet_runs
-    cdef public bint gp_active
     cdef public double gp_start, clock
     cdef public Timer tick
     cdef public double tick_at

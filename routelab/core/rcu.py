@@ -112,7 +112,7 @@ class Rcu:
     curbatch : the running (or next) grace period's number
     maxreq : the highest batch number asked for
     mask : per-CPU: still awaited by the running grace period
-    gp_active : a grace period is running
+    gp_active : a grace period is running (``nmask > 0``)
     qsctr, last_qsctr : per-CPU quiescent-state counter and its snapshot
     gp_log : (start, end) of every grace period
     pending, invoked, completed, tasklet_runs : counters
@@ -146,7 +146,6 @@ class Rcu:
         self.nmask = 0
         self.curbatch = 1
         self.maxreq = 0
-        self.gp_active = False
         self.gp_start = 0.0
         self.clock = 0.0                 # latest time any RCU step ran at
         self.pending = 0                 # callbacks queued and not yet invoked
@@ -258,7 +257,6 @@ class Rcu:
         for c in range(self.ncpus):
             self.mask[c] = True
         self.nmask = self.ncpus
-        self.gp_active = True
         self.gp_start = now
 
     def _check_quiescent_state(self, cpu: int, now: float) -> None:
@@ -278,7 +276,6 @@ class Rcu:
             return
         # the last CPU out: this grace period is over
         self.gp_log.append((self.gp_start, now))
-        self.gp_active = False
         self.completed += 1
         self.curbatch += 1
         self._start_batch(self.maxreq, now)
@@ -292,8 +289,10 @@ class Rcu:
             return self.ops.dst_free(entry, now)
         return self.free(entry, now)
 
-    def has_done(self, cpu: int) -> bool:
-        return bool(self.done[cpu])
+    @property
+    def gp_active(self) -> bool:
+        """A grace period is running (some CPU is still in its mask)."""
+        return self.nmask > 0
 
     def grace_periods(self):
         """Grace-period lengths in seconds (numpy array)."""

@@ -13,6 +13,7 @@ import html
 
 import numpy as np
 
+from ..core.sched import effective_prio
 from ..result import Result
 from ..scenarios import rcu
 from .plots import CACHE_SERIES, OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling
@@ -274,10 +275,9 @@ def tasks_figure(res: Result, cpu: int = 0):
         pts = t["prio_samples"]
         xs = [0.0] + [x for x, _ in pts] + [res.duration]
         first = pts[0][1] if pts else t["prio"]
-        # prio_samples holds the changes; the task's prio before its first change
-        # is its starting one, which for these tasks is the prio of a zero sleep_avg
-        start = 125 if t["nice"] == 0 else 120 + t["nice"] + 5
-        start = min(start, 139)
+        # prio_samples holds the changes; before the first one a task has the prio
+        # of the sleep average it started with (none, for the run's tasks)
+        start = effective_prio(120 + t["nice"], 0)
         ys = [start if pts else first] + [y for _, y in pts] + [t["prio"]]
         ax.step(xs, ys, where="post", color=colors[i % len(colors)],
                 linestyle=styles[i % len(styles)], label=f"{t['name']} (nice {t['nice']})")
