@@ -3,7 +3,7 @@
 Kernel: kernel/softirq.c (do_softirq, its restarts, ksoftirqd), net/core/dev.c
 (net_rx_action's budget and time limit), kernel/sched.c (2.6.0 O(1)
 scheduler: scheduler_tick, schedule), kernel/rcupdate.c (quiescent states)
-(2.4.24, 2.6.0).
+(MaximeChretien/linux-history, tags 2.4.24 and v2.6.0).
 
 A :class:`Cpu` is one processor.  Its softirq work is served FIFO in arrival
 order: ``busy`` is when the work queued so far ends.  A packet that finds the
@@ -231,8 +231,8 @@ class Cpu:
         task, or ksoftirqd's own) -- the caller handles user-mode stretches.
 
         Kernel: kernel/timer.c update_process_times -> kernel/sched.c
-        scheduler_tick (2.6.0): the tick charges ``current``'s slice wherever
-        it landed.  Sleepers whose timer is due wake from the interrupt.
+        scheduler_tick (2.6.0, MaximeChretien/linux-history v2.6.0): the tick
+        charges ``current``'s slice wherever it landed.  Sleepers whose timer is due wake from the interrupt.
         """
         rq = self.rq
         k = math.floor(self.sched_t * _SCHED_HZ + 1e-6) + 1
