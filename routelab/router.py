@@ -113,8 +113,9 @@ def runqueue(cpu: int, ncpus: int, tasks: list) -> Runqueue:
     further ``tasks``, with the loop current at time 0.
 
     Kernel: kernel/softirq.c ksoftirqd (set_user_nice(current, 19)),
-    kernel/sched.c (2.6.0, MaximeChretien/linux-history v2.6.0).  Simplified: the tasks start with no sleep
-    average (a fresh fork's penalties are not modelled) unless given one.
+    kernel/sched.c (2.6.0, MaximeChretien/linux-history v2.6.0).  Simplified:
+    the tasks start with no sleep average (a fresh fork's penalties are not
+    modelled) unless given one.
     """
     rq = Runqueue(cpu, ncpus)
     rq.add(Task(f"ksoftirqd/{cpu}", 19, "ksoftirqd"))

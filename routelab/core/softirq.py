@@ -232,7 +232,8 @@ class Cpu:
 
         Kernel: kernel/timer.c update_process_times -> kernel/sched.c
         scheduler_tick (2.6.0, MaximeChretien/linux-history v2.6.0): the tick
-        charges ``current``'s slice wherever it landed.  Sleepers whose timer is due wake from the interrupt.
+        charges ``current``'s slice wherever it landed.  Sleepers whose timer
+        is due wake from the interrupt.
         """
         rq = self.rq
         k = math.floor(self.sched_t * _SCHED_HZ + 1e-6) + 1
