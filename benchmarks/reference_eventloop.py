@@ -69,8 +69,8 @@ The model as this reference states it
   packet's service.
 * Ties at one instant: TX completions, then service ends (and the next
   job's start), then timers (RCU tick, dst GC, rt_check_expire,
-  rt_secret_rebuild), then arrivals.  Timers fire only up to the last
-  arrival (the fast loop looks at the clock only when a packet arrives).
+  rt_secret_rebuild), then arrivals.  Timers fire up to the end of the
+  run, whether packets still arrive or not.
 
 Scope (what both implementations define, and where they are compared)
 -------------------------------------------------------------------
@@ -396,7 +396,9 @@ class _Reference:
         self.t_start = [math.nan] * n
         self.t_depart = [math.nan] * n
         self.next_arrival = 0                      # index of the next packet to arrive
-        self.t_last = self.T[-1] if n else -math.inf
+        # timers run up to the end of the run, with or without packets (the
+        # fast loop's rule, routelab.router.Run.dispatch)
+        self.t_last = duration
         self.armed = {kind: math.inf for kind in TIMER_KINDS}
         self.events = 0
         self.now = 0.0                  # the clock (monotone)

@@ -42,6 +42,7 @@ ACCELERATED = {
     "routelab.sim.clock": "routelab/sim/clock.py",
     "routelab.sim.columns": "routelab/sim/columns.py",
     "routelab.sim.queues": "routelab/sim/queues.py",
+    "routelab.sim.schedule": "routelab/sim/schedule.py",
     "routelab.core.dst": "routelab/core/dst.py",
     "routelab.core.rcu": "routelab/core/rcu.py",
     "routelab.core.dev": "routelab/core/dev.py",

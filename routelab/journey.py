@@ -286,8 +286,8 @@ class _Walk:
         if ip_rcv(tr)[0]:
             raise RoutelabError("the journey packet failed ip_rcv's header checks")
         rtype, oif, gw, nrules = r.fib.fib_lookup(tr.daddr, tr.saddr, tr.tos, tr.iif)
-        if not r.kernel.route_cache:
-            nrules = np.zeros_like(nrules)  # as the Router: 2.0 has no policy rules
+        if not r.kernel.policy_rules:
+            nrules = np.zeros_like(nrules)  # as the Router: no rules to walk (2.0)
         mtu = np.array([d.mtu for d in r.devices], dtype=np.int64)
         napi_dev = np.array([d.profile.napi and r.kernel.napi for d in r.devices])
         fw = ip_forward_plan(tr, oif, mtu, self.c, r.costs.copy_s_per_byte, LL_RESERVED)
@@ -333,9 +333,12 @@ class _Walk:
     def route(self, rtype: int, oif: int, gw: int, nrules: int) -> None:
         r, v = self.r, self.v
         if not r.kernel.route_cache:
-            self.add("route lookup (every packet)", "net/ipv4/fib_hash.c fn_hash_lookup",
+            where = ("net/ipv4/fib_trie.c fn_trie_lookup" if r.kernel.fib == "trie"
+                     else "net/ipv4/fib_hash.c fn_hash_lookup")
+            self.add("route lookup (every packet)", where,
                      self.fn("fib_lookup") + nrules * self.fn("fib_rule"),
-                     "kernel 2.0 model: a plain FIB lookup per packet, no cache", "route")
+                     f"kernel {r.kernel.name}: a FIB lookup per packet, no route cache",
+                     "route")
             return
         self.add("hash the flow", "net/ipv4/route.c rt_hash_code", self.fn("rt_hash"),
                  "(daddr, saddr, iif, tos) -> bucket", "route")

@@ -96,6 +96,13 @@ class KernelProfile:
         passes [260].
     neighbours : bool
         The neighbour table and ARP are modelled (not for 2.0).
+    policy_rules : bool
+        ``fib_lookup`` walks the policy rules (``fib_rules.c``, 2.2 and
+        later); 2.0 has one table and no rules.  Independent of the route
+        cache: a kernel without a cache (3.6) still has rules.
+    fib : str
+        The FIB's data structure: ``"hash"`` (``fib_hash.c``, the 2.x
+        default) or ``"trie"`` (``fib_trie.c``, the only one from 2.6.39).
     rcu_maxbatch : int
         RCU callbacks per tasklet run, 0 = all.  The 2.6.0/2.6.1 profiles run
         every ready callback at once: Sarma's tests compared vanilla 2.6.0 with
@@ -119,13 +126,19 @@ class KernelProfile:
     rcu_maxbatch: int = 0
     softirq: str = "2.6"
     neighbours: bool = True
+    policy_rules: bool = True
+    fib: str = "hash"
+
+    def __post_init__(self) -> None:
+        if self.fib not in ("hash", "trie"):
+            raise KnobError(f"kernel {self.name} fib", self.fib, "'hash' or 'trie'")
 
 
 KERNELS: dict[str, KernelProfile] = {p.name: p for p in [
     KernelProfile("2.0", False, "normal", "jhash", "none", "use", "none", 100, False,
                   0.5, 0.0, False,
                   "Story 1's reference: plain FIB lookup per packet, no route cache.",
-                  softirq="2.4", neighbours=False),
+                  softirq="2.4", neighbours=False, policy_rules=False),
     KernelProfile("2.4.18", True, "normal", "fold", "none", "use", "none", 100, False,
                   5.0, 0.0, False, "[K2418] net/ipv4/route.c, net/core/dst.c", softirq="2.4"),
     KernelProfile("2.4.22", True, "normal", "jhash", "2.4", "use", "none", 100, False,

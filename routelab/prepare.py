@@ -58,8 +58,8 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     p["rx_cost"] = rx
     # routing decision (static FIB), martians
     rtype, oif, gw, nrules = r.fib.fib_lookup(tr.daddr, tr.saddr, tr.tos, tr.iif)
-    if not r.kernel.route_cache:
-        nrules = np.zeros_like(nrules)  # 2.0 has no policy rules
+    if not r.kernel.policy_rules:
+        nrules = np.zeros_like(nrules)  # (2.0: one table, no rules to walk)
     p["rtype"], p["oif"], p["gw"], p["nrules"] = rtype, oif, gw, nrules
     p["martian"] = _ipin.martian_class(tr.saddr, tr.daddr)
     # forward-path decisions and their cost

@@ -9,6 +9,7 @@ from routelab.ipv4.route cimport RouteCache, _rl_prefetch, ip_error, ip_rt_send_
 from routelab.sim.clock cimport Clock, Timer
 from routelab.sim.columns cimport Packets
 from routelab.sim.ledger cimport Ledger
+from routelab.sim.schedule cimport Schedule
 
 
 cdef inline void _prefetch_columns(Packets pk, Py_ssize_t jp) noexcept:
@@ -29,6 +30,7 @@ cdef inline void _prefetch_columns(Packets pk, Py_ssize_t jp) noexcept:
 
 
 cdef Py_ssize_t _COL_AHEAD
+cdef double INF
 cdef long K_FWD, K_HDR, K_MARTIAN, K_TTL, K_FRAGNEED, K_LOCAL, K_NOROUTE, K_REDIR
 cdef long C_REFUSED, O_FORWARDED, O_TTL, O_FRAG_NEEDED, O_NO_ROUTE, O_MARTIAN, O_HDR
 cdef long O_QDISC, O_BACKLOG, O_MISSED, T_TIME_EXCEEDED, T_DEST_UNREACH, NOT_DROPPED

@@ -26,7 +26,6 @@ Simplifications are documented where they happen (each stage's docstring).
 from __future__ import annotations
 
 import gc
-import heapq
 import math
 from bisect import bisect_right
 
@@ -68,15 +67,18 @@ from .prepare import (
 )
 from .result import OUTCOMES, DeviceInfo, Result, RunConfig
 from .result.accumulate import Accumulator
+from .result.counters import Counters
 from .sim.clock import Clock, Timer
 from .sim.columns import Packets
 from .sim.ledger import NO_DROP, Ledger
+from .sim.schedule import Schedule
 from .sysctl import SYSCTLS
 from .traffic import MAX_PACKETS, TraceWindows
 
 __all__ = ["Device", "Router", "Run", "OUTCOMES"]
 
 OC = OUTCOMES
+INF = math.inf
 # the packet classes as C constants when compiled
 K_FWD, K_HDR, K_MARTIAN, K_TTL, K_FRAGNEED, K_LOCAL, K_NOROUTE, K_REDIR, K_ARP = (
     C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_REDIR, C_ARP)
@@ -415,19 +417,19 @@ class Run:
         self.pings = PingLog()
         self.local_hosts = r.local_hosts
         self._slot_timers = self.ledger.slot("timers")
+        self._slot_local_out = self.ledger.slot("ip_output (local)")
+        self._host_slots: dict = {}
         self._slot_irq = self.ledger.slot("rx_drop_irq")
         self._drop_irq = _costs.composed(r.costs.fn, "rx_drop_irq")
-        self._lookups = [0] * r.ncpus      # route lookups per CPU (from the outcomes)
-        self._stats = {name: [0] * len(r.devices) for name in (
-            "rx_packets", "rx_errors", "rx_dropped", "rx_missed", "rx_fifo", "rnbc",
-            "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops")}
-        self._mib = dict.fromkeys(("InReceives", "InHdrErrors", "InAddrErrors", "ForwDatagrams",
-                                   "InDelivers", "InDiscards", "OutRequests", "OutNoRoutes",
-                                   "OutDiscards", "FragOKs", "FragCreates", "FragFails"), 0)
+        self.counters = Counters(len(r.devices), r.ncpus, [dd.cpu for dd in r.devices],
+                                 K_HDR, K_ARP)
+        self._mib = self.counters.mib    # (ip_output counts OutRequests)
         self._rec = {k: [] for k in ("t",) + _SAMPLES}
-        self._dyn: list = []             # (arrival, j) of packets born in the run
+        self.sch = Schedule(0.0)         # born packets, deliveries, samples
+        self.over = False                # past the end: hosts' reactions bear nothing
+        self.refused_after_end = 0
         self._born: dict = {}            # their header fields, by j
-        self._carry: list = []           # born packets due in a later window
+        self._kept: dict = {}            # headers of packets kept past their window, by ~k
         self._inject_cache: dict = {}
         self._primed: list = []
         self._i0 = 0                     # first offered packet not yet looked up
@@ -447,15 +449,20 @@ class Run:
         """A packet born in the run: it arrives at the router at ``t`` on device
         ``fields["iif"]``; ``fields`` are its header fields (``PacketTrace``
         names, all but ``t``).  Returns its index in the current window (-1
-        if it arrives after the window: it is then carried to the next one).
+        if it arrives after the window: it is then carried to the next one;
+        -1 too, and nothing happens, if it is born after the end, see
+        :meth:`dispatch`).
 
         Its array stages are computed as for an offered packet (and cached:
         they depend on the header and the current hash key only)."""
         if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
             raise KnobError("inject t", t, "a finite time >= 0 s")
         f = {name: fields[name] for name in PacketTrace.DTYPES if name != "t"}
+        if self.over:
+            self.refused_after_end += 1
+            return -1
         if not self._last_window and t >= self._t_end:
-            self._carry.append(dict(f, t=float(t)))
+            self.sch.carry.append(dict(f, t=float(t)))
             return -1
         rnd = self.cache.hash_rnd if self.cache is not None else 0
         key = tuple(v for name, v in f.items() if name != "tag") + (rnd,)
@@ -474,7 +481,7 @@ class Run:
         vals["tag"] = int(f["tag"])
         j = self.pk.append(vals)
         self._born[j] = dict(f, t=float(t))
-        heapq.heappush(self._dyn, (float(t), j))
+        self.sch.born_push(float(t), j)
         self.ledger.born += 1
         return j
 
@@ -504,11 +511,96 @@ class Run:
         return new
 
     def header(self, j: int) -> dict:
-        """Packet ``j``'s header fields (``PacketTrace`` names), as Python values."""
+        """Packet ``j``'s header fields (``PacketTrace`` names, with ``t`` its
+        arrival at the router), as Python values.  A negative ``j`` names a
+        packet kept past its window or sent by the router's own stack
+        (:meth:`keep_header`, :meth:`ip_output`)."""
+        if j < 0:
+            return dict(self._kept[j])
         if j >= self.pk.n0:
             return dict(self._born[j])
         tr = self.tr
         return {name: getattr(tr, name)[j].item() for name in PacketTrace.DTYPES}
+
+    def field(self, j: int, name: str):
+        """One header field of packet ``j`` (see :meth:`header`)."""
+        if j < 0:
+            return self._kept[j][name]
+        if j >= self.pk.n0:
+            return self._born[j][name]
+        return getattr(self.tr, name)[j].item()
+
+    # -- local output: a socket on the router's own machine ------------------------
+    def ip_output(self, fields: dict, t: float, owner=None, tag: int = 0,
+                  oif: int | None = None) -> float:
+        """A frame the machine's own stack sends at ``t`` (one IP packet or one
+        fragment: ``fields`` as for :meth:`inject`, ``length`` its IP length);
+        return when its last bit leaves, or NaN if the qdisc was full (the
+        frame is dropped silently, as for a socket without ``IP_RECVERR``).
+
+        Kernel: net/ipv4/ip_output.c ip_queue_xmit / ip_build_xmit ->
+        ip_output -> ip_finish_output2 -> net/core/dev.c dev_queue_xmit
+        (2.4.19, 2.6.20).  The output device is ``oif`` or the FIB's answer
+        for the destination.  The stack's cost from ``ip_output`` to the
+        driver is charged on the device's CPU (ledger row ``ip_output
+        (local)``), and the frame reaches the qdisc when that work is done;
+        the caller charges its own socket layer (:meth:`charge`).  With an
+        ``owner`` (a socket), ``owner.tx_complete(tag, t)`` runs when the
+        frame has left the wire (``sock_wfree``).  A host beyond the device
+        that asked for the frame's kind gets it at its departure time.
+
+        Simplified: no output route cache or neighbour resolution for local
+        frames (the next hop is taken as resolved), and the frame does not
+        queue behind softirq work already waiting on the CPU.
+        """
+        if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
+            raise KnobError("ip_output t", t, "a finite time >= 0 s")
+        f = {name: fields[name] for name in PacketTrace.DTYPES if name != "t"}
+        if oif is None:
+            rt, o, _, _ = self.r.fib.fib_lookup([f["daddr"]], [f["saddr"]], [f["tos"]], [-1])
+            oif = int(o[0])
+        if not 0 <= oif < len(self.devices):
+            raise KnobError("ip_output oif", oif, f"a device index in [0, {len(self.devices) - 1}]"
+                            " (no route to the destination?)")
+        nd = self.devices[oif]
+        fn = self.r.costs.fn
+        w = fn["ip_output"] + fn["dev_queue_xmit"] + fn["hard_start_xmit"]
+        cpu = self.cpus[nd.cpu]
+        cpu.charge(t, w)
+        self.ledger.charge(self._slot_local_out, w)
+        self._mib["OutRequests"] += 1
+        speed = self.r.devices[oif].speed
+        wire = float(_costs.wire_bytes(int(f["length"]))) * 8.0 / speed if speed > 0 else 0.0
+        dep = nd.dev_queue_xmit(t + w, wire, None, owner, tag)
+        if dep != dep:
+            return dep
+        nd.tx_packets += 1
+        if nd.host_mask and (nd.host_mask >> int(f["kind"])) & 1:
+            self.sch.deliver_at(dep, nd.host, self.keep_header(dict(f, t=float(t))))
+        return dep
+
+    def charge(self, fn: str, seconds: float, t: float, cpu: int = 0) -> None:
+        """``seconds`` of CPU work done by kernel function or task ``fn`` at
+        ``t`` on CPU ``cpu`` (a profile row of that name; the CPU is busy for
+        it from ``t`` or when it is next free).  For hosts that run on the
+        router's own machine: a socket's ``sendmsg``, a task's user time."""
+        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds)) or seconds < 0:
+            raise KnobError(f"charge {fn} seconds", seconds, "a finite number >= 0")
+        if not (isinstance(cpu, int) and 0 <= cpu < len(self.cpus)):
+            raise KnobError(f"charge {fn} cpu", cpu, f"an integer in [0, {len(self.cpus) - 1}]")
+        k = self._host_slots.get(fn)
+        if k is None:
+            k = self._host_slots[fn] = self.ledger.slot(fn)
+        self.ledger.charge(k, seconds)
+        self.cpus[cpu].charge(t, seconds)
+
+    def keep_header(self, j) -> int:
+        """Keep packet ``j``'s header (a dict: as given) past its window; return
+        the negative index :meth:`header` knows it by."""
+        h = j if isinstance(j, dict) else (self.header(j) if j >= 0 else self._kept[j])
+        k = -1 - len(self._kept)
+        self._kept[k] = h
+        return k
 
     # -- the clock's runner: a kernel timer runs as softirq work on its CPU --------
     def run_timer(self, timer: Timer, due: float) -> None:
@@ -544,27 +636,37 @@ class Run:
                    d=cython.long, cls=cython.long, ok=cython.long, has_cache=cython.bint,
                    last=cython.bint, t=cython.double, start=cython.double, svc=cython.double,
                    fin=cython.double, dep=cython.double, w=cython.double,
-                   rec_next=cython.double, t_end=cython.double, drop_irq=cython.double,
+                   t_end=cython.double, horizon=cython.double, drop_irq=cython.double,
                    e=DstEntry, dv=NetDevice, od=NetDevice, cp=Cpu, rc=RouteCache,
                    lg=Ledger, clock=Clock, icmp=Icmp, pk=Packets, devs=list, cpus=list,
-                   dyn=list, slot_irq=cython.long, nr=cython.long)
+                   sch=Schedule, slot_irq=cython.long, nr=cython.long)
     def dispatch(self) -> Result:
-        """Run every packet through the stages, in time order; return the result.
+        """Run every event in time order; return the result.
 
-        The next packet is the next offered one or the next one born in the
-        run, whichever arrives first; before it is looked at, every timer due
-        by its arrival fires (timers fire only when a packet comes: after the
-        last one, the run is over).  A packet born during a stage -- or a
-        timer -- makes the dispatcher pick the next packet afresh.
+        The next event is the earliest of: the next offered packet, the next
+        packet born in the run, the next delivery to a host, the next timer
+        and the next state sample (see :mod:`routelab.sim.schedule`; ties:
+        deliveries, timers, samples, then packets).  Packets are taken in
+        stretches of offered ones up to the next born one; before a packet
+        is looked at, every delivery, timer and sample due by its arrival
+        happens.  When a window has no packet left, the events up to its end
+        happen, so timers run (and hosts send) with no traffic at all.
+
+        The rule at the end of the run: timers and samples due at or before
+        ``duration`` happen, later ones do not.  Packets do not stop: a packet
+        born by then is carried through the router whenever it arrives, and
+        every packet the router sends is delivered; but a host's reaction to a
+        delivery after ``duration`` bears no packet (:meth:`inject` refuses
+        it and counts it in ``Result.extra["refused_after_end"]``), so the run
+        ends.
         """
-        lg, clock, rc, icmp = self.ledger, self.clock, self.cache, self.icmp
-        devs, cpus, dyn = self.devices, self.cpus, self._dyn
+        lg, clock, rc, icmp, sch = self.ledger, self.clock, self.cache, self.icmp, self.sch
+        devs, cpus = self.devices, self.cpus
         has_cache = rc is not None
         sysctl = self.r.sysctl
         drop_irq = self._drop_irq
         slot_irq = self._slot_irq
         acc = Accumulator(self.keep_times, self.r.ncpus, self._edges())
-        rec_next = 0.0
         n_offered = 0
         trace = self.trace
         if isinstance(trace, TraceWindows):
@@ -576,20 +678,28 @@ class Run:
         for wno, (t_end, tr) in enumerate(windows):
             last = wno + 1 == nwin
             self._t_end, self._last_window, self._wno = t_end, last, wno
+            horizon = INF if last else t_end
             p, pk = self._open_window(tr)
             n0 = pk.n0
             n_offered += n0
             i = 0
             while True:
                 # next stretch: offered packets up to the next born one, or that one
-                if dyn and (i >= n0 or dyn[0][0] < pk.t[i]):
-                    lo = heapq.heappop(dyn)[1]
+                if sch.bnt < INF and (i >= n0 or sch.bnt < pk.t[i]):
+                    lo = sch.born_pop()
                     hi = lo + 1
                 elif i < n0:
                     lo = i
-                    hi = bisect_right(pk.cols["t"], dyn[0][0], i, n0) if dyn else n0
+                    hi = bisect_right(pk.cols["t"], sch.bnt, i, n0) if sch.bnt < INF else n0
                     i = hi
                 else:
+                    # no packet left in the window: what is due up to its end
+                    self._i0 = n0
+                    lg.born = 0
+                    self.events_until(horizon)
+                    if lg.born:
+                        lg.born = 0
+                        continue
                     break
                 for j in range(lo, hi):
                     if cython.compiled and (j & 7) == 0 and j + _COL_AHEAD < hi:
@@ -600,18 +710,15 @@ class Run:
                     dv = cython.cast(NetDevice, devs[d])
                     if t < dv.full_until and pk.fifo[j] <= dv.full_slots:
                         continue         # RX ring and NIC FIFO still full: missed
-                    # ---- timers and state samples due by now ----
-                    if t >= clock.nt or t >= rec_next:
+                    # ---- deliveries, timers and state samples due by now ----
+                    if t >= clock.nt or t >= sch.nt:
                         self._i0 = j if j < n0 else i
-                        if t >= clock.nt:
-                            clock.run_due(t)
-                        if t >= rec_next:
-                            rec_next = self._record_until(t, rec_next)
-                        if lg.born:           # a timer made a packet: pick afresh
+                        self.events_until(t)
+                        if lg.born:           # something made a packet: pick afresh
                             lg.born = 0
                             i = j if j < n0 else i
                             if j >= n0:
-                                heapq.heappush(dyn, (t, j))
+                                sch.born_push(t, j)
                             break
                     # ---- the device: NIC ring (NAPI) or netif_rx backlog ----
                     ok = dv.nic_rx(t, pk.fifo[j])
@@ -664,7 +771,7 @@ class Run:
                             pk.t_depart[j] = dep
                             lg.drop(j, O_FORWARDED)
                             if od.host_mask and (od.host_mask >> pk.kind[j]) & 1:
-                                od.host.deliver(j, dep)
+                                sch.deliver_at(dep, od.host, j)
                         else:
                             lg.drop(j, O_QDISC)
                             if e is not None:
@@ -680,7 +787,43 @@ class Run:
             self._close_window(tr, p, pk, acc)
             if progress_due(self.progress, wno, nwin, report_every):
                 self.progress(min(1.0, t_end / self.duration))
-        return self._finish(acc, n_offered, rec_next)
+        return self._finish(acc, n_offered)
+
+    @cython.locals(t=cython.double, tt=cython.double, td=cython.double, tc=cython.double,
+                   sch=Schedule,
+                   clock=Clock, lg=Ledger)
+    def events_until(self, t: float) -> None:
+        """Everything due by ``t`` but packets, one instant at a time, in time
+        order: deliveries to hosts, timers (ties: deliveries first), then the
+        state samples.  A reaction may schedule more; they happen too if due
+        by ``t``.  As soon as one bears a packet (``ledger.born``) this
+        returns, so that the dispatcher takes that packet before anything
+        later happens."""
+        sch, clock, lg = self.sch, self.clock, self.ledger
+        tt = t if t < self.duration else self.duration   # timers stop at the end
+        while True:
+            td = sch.dnt
+            tc = clock.nt
+            if tc <= tt:
+                tc = clock.next_due()     # (nt is only a lower bound)
+            if td <= t and td < INF and (td <= tc or tc > tt):
+                td, host, j = sch.delivery_pop()
+                if td > self.duration:
+                    self.over = True      # (a host's reaction now bears nothing)
+                host.deliver(j, td)
+            elif tc <= tt:
+                clock.run_due(tc)         # the timers due at that instant
+            else:
+                break
+            if lg.born:
+                return
+        if sch.rec_next <= tt:
+            sch.set_rec_next(self._record_until(tt, sch.rec_next))
+
+    def deliver_at(self, t: float, host, j: int) -> None:
+        """``host.deliver(j, t)`` at ``t``: the dispatcher calls it in its time
+        order (see :meth:`events_until`)."""
+        self.sch.deliver_at(t, host, j)
 
     # -- the neighbour layer: output, its callbacks (the table's sink), ARP ----------
     def _neigh_output(self, j: int, e, now: float) -> int:
@@ -720,7 +863,7 @@ class Run:
             pk.set(j, "t_depart", dep)
             self.ledger.drop(j, O_FORWARDED)
             if od.host_mask and (od.host_mask >> pk.value(j, "kind")) & 1:
-                od.host.deliver(j, dep)
+                self.deliver_at(dep, od.host, j)
         else:
             self.ledger.drop(j, O_QDISC)
             dst.refcnt -= 1
@@ -786,6 +929,13 @@ class Run:
         if s > 0:
             self.cpus[self.devices[d].cpu].charge(now, s)
 
+    def _host_labels(self):
+        """(label, host) of every host: the device name, or ``local/<proto>``."""
+        r = self.r
+        out = [(r.devices[d].name, h) for d, h in r.hosts.items()]
+        out += [(f"local/{p}", h) for p, h in r.local_hosts.items()]
+        return out
+
     # -- windows ------------------------------------------------------------------------
     def _edges(self) -> np.ndarray:
         nb = max(1, int(math.ceil(self.duration / self.bin_s)))
@@ -808,7 +958,7 @@ class Run:
         for d, h in r.hosts.items():
             spare += int(np.count_nonzero(
                 (p["oif"] == d) & ((kind_mask(h.kinds) >> tr.kind.astype(np.int64)) & 1)))
-        pk = Packets(column_data(tr, p), spare + len(self._carry), O_MISSED)
+        pk = Packets(column_data(tr, p), spare + len(self.sch.carry), O_MISSED)
         # the hot columns now live in flat arrays; free the ones nothing reads again
         for name in [c for c in p if c not in ("cls", "oif", "nfrag", "napi", "fwd_cost",
                                                 "out_cost", "route_hit_cost")]:
@@ -816,7 +966,7 @@ class Run:
         self.pk, self.tr = pk, tr
         self.ledger.outcome = pk.outcome
         self._born = {}
-        carry, self._carry = self._carry, []
+        carry, self.sch.carry = self.sch.carry, []
         for f in carry:
             self.inject({k: v for k, v in f.items() if k != "t"}, f["t"])
         self.ledger.born = 0
@@ -824,8 +974,12 @@ class Run:
 
     def _close_window(self, tr: PacketTrace, p: dict, pk: Packets, acc: Accumulator) -> None:
         """Count what follows from the outcomes, keep the packets."""
-        assert not self._dyn, "born packets left in a window"
-        self._count_window(pk)
+        assert not self.sch.born, "born packets left in a window"
+        # deliveries still to come belong to packets of this window: keep
+        # their headers, under negative indices (see header())
+        if self.sch.dlv:
+            self.sch.rekey_deliveries(self.keep_header)
+        self.counters.count_window(pk, self.cache is not None)
         acc.add(self.r.config(), self.cache is not None, p, pk)
 
     def _check_iif(self, tr: PacketTrace) -> None:
@@ -835,54 +989,6 @@ class Run:
             if hi >= len(r.devices) or lo < 0:
                 raise KnobError("iif", hi if hi >= len(r.devices) else lo,
                                 f"a device index in [0, {len(r.devices) - 1}]")
-
-    def _count_window(self, pk: Packets) -> None:
-        """Counters that follow from a window's outcomes (the kernel counts them
-        as it goes): rx_missed/rx_fifo (NAPI ring and FIFO full), rx_packets
-        (every packet the NIC did not miss), InReceives (every packet past the
-        ring/backlog), the MIB counters of each outcome, ForwDatagrams,
-        FragOKs/FragCreates (forwarded or dropped by the qdisc), tx_packets of
-        forwarded frames, route lookups per CPU (rt_cache_stat in_hit =
-        lookups minus slow-path calls, at the end of the run)."""
-        stats, mib = self._stats, self._mib
-        o = np.frombuffer(pk.outcome, dtype=np.uint8).astype(np.int8)
-        dev = pk.array("dev").astype(np.int64)
-        cls = pk.array("cls")
-        oif = pk.array("oif").astype(np.int64)
-        nfrag = pk.array("nfrag").astype(np.int64)
-        ndev = len(stats["rx_packets"])
-        per_dev = np.bincount(dev, minlength=ndev)
-        missed = o == OC["drop_rx_missed"]
-        per_dev_missed = np.bincount(dev[missed], minlength=ndev)
-        for di in range(ndev):
-            stats["rx_missed"][di] += int(per_dev_missed[di])
-            stats["rx_fifo"][di] += int(per_dev_missed[di])
-            stats["rx_packets"][di] += int(per_dev[di]) - int(per_dev_missed[di])
-        received = ~missed & (o != OC["drop_backlog"])
-        # (ARP frames are received too, but they are not IP: no InReceives)
-        mib["InReceives"] += int(np.count_nonzero(received & (cls != K_ARP)))
-        counts = np.bincount(o[o >= 0], minlength=len(OC))
-        for counter, outcome in (("InDiscards", "drop_dst_overflow"),
-                                 ("InAddrErrors", "drop_martian"), ("InHdrErrors", "drop_hdr"),
-                                 ("OutNoRoutes", "drop_no_route"), ("OutDiscards", "drop_qdisc"),
-                                 ("InDelivers", "local"), ("FragFails", "drop_frag_needed")):
-            mib[counter] += int(counts[OC[outcome]])
-        fwd = (o == OC["forwarded"]) | (o == OC["drop_qdisc"])
-        mib["ForwDatagrams"] += int(np.count_nonzero(fwd))
-        frag = fwd & (nfrag > 1)
-        mib["FragOKs"] += int(np.count_nonzero(frag))
-        mib["FragCreates"] += int(nfrag[frag].sum())
-        sent = o == OC["forwarded"]
-        # (packets not sent are counted in an extra bin ndev and ignored)
-        tx = np.bincount(np.where(sent, oif, ndev), weights=nfrag, minlength=ndev + 1)
-        for di in range(ndev):
-            stats["tx_packets"][di] += int(tx[di])
-        if self.cache is not None:
-            dev_cpu = np.array([dd.cpu for dd in self.r.devices], dtype=np.int64)
-            looked = received & (cls != K_HDR) & (cls != K_ARP)
-            lk = np.bincount(dev_cpu[dev[looked]], minlength=len(self._lookups))
-            for cc in range(len(self._lookups)):
-                self._lookups[cc] += int(lk[cc])
 
     # -- samples and the end ---------------------------------------------------------
     def _record_until(self, t: float, rec_next: float) -> float:
@@ -915,10 +1021,10 @@ class Run:
             rec["neigh_entries"].append(0)
             rec["neigh_incomplete"].append(0)
 
-    def _finish(self, acc: Accumulator, n_offered: int, rec_next: float) -> Result:
+    def _finish(self, acc: Accumulator, n_offered: int) -> Result:
         r = self.r
         if self.cache is not None:
-            self.cache.finish_stats(self._lookups)
+            self.cache.finish_stats(self.counters.lookups)
         # ---- drain: transmit completions after the last arrival; packets still
         # waiting for a resolution stay "held_neigh" and give back their route
         # reference (so that every reference taken during the run is dropped)
@@ -929,33 +1035,21 @@ class Run:
                 for _token, dst in n.arp_queue:
                     dst.refcnt -= 1
                 n.arp_queue.clear()
+        rec_next = self.sch.rec_next
         while rec_next <= self.duration:
             self._record(rec_next)
             rec_next += self.record_every
-        stats = self._stats
-        for nd in self.devices:
-            stats["rnbc"][nd.index] = nd.rnbc
-            stats["qdisc_drops"][nd.index] += nd.qdisc_drops
-            stats["tx_packets"][nd.index] += nd.tx_packets
+        self.sch.drop_deliveries()          # (any left are due after the end)
         for c in self.cpus:
             c.finish(self.duration)
-        for h in list(r.hosts.values()) + list(r.local_hosts.values()):
+        hosts_counters = {}
+        for label, h in self._host_labels():
             h.finish(self.duration)
-        sn, cpus = self.softnet, self.cpus
-        counters = {
-            "dev": {"names": [d.name for d in r.devices], **{k: list(v) for k, v in stats.items()}},
-            "ip": dict(self._mib), "icmp": dict(self.icmp.counters),
-            "softnet": {"dropped": [s.dropped for s in sn], "throttled": [s.throttled for s in sn],
-                        "time_squeeze": [s.time_squeeze for s in sn],
-                        "ctxsw": [c.ctxsw for c in cpus],
-                        "ksoftirqd_wakeups": [c.ksoftirqd_wakeups for c in cpus]},
-        }
-        counters["icmp"]["RateLimited"] = self.icmp.limited
-        counters["icmp"]["HostUnreachs"] = self.icmp.host_unreach
-        if self.arp is not None:
-            counters["neigh"] = self.arp.counters()
-            counters["neigh"]["entries"] = self.arp.tbl.entries
-            counters["neigh"]["table_overflows"] = self.cache.neigh_overflows
+            c = h.counters()
+            if c:
+                hosts_counters[label] = dict(c)
+        cpus = self.cpus
+        counters = self.counters.collect(self, hosts_counters)
         ip_neigh = (self.arp.tbl.ip_neigh({i: d.name for i, d in enumerate(r.devices)})
                     if self.arp is not None else "")
         neigh_log = self.arp.tbl.log if self.arp is not None else None
@@ -971,19 +1065,14 @@ class Run:
         self.clock.runner = None
         for h in list(r.hosts.values()) + list(r.local_hosts.values()):
             h.run = None
+        if self.refused_after_end:
+            res.extra["refused_after_end"] = self.refused_after_end
         res.extra["ip_neigh"] = ip_neigh
         if neigh_log is not None:
             res.extra["neigh_log"] = neigh_log
-        res.counters["sched"] = {
-            "user_ticks": [c.user_ticks for c in cpus], "slivers": [c.slivers for c in cpus],
-            # seconds ksoftirqd was the current task (what top charges to it)
-            "ksoftirqd_s": [c.ksoftirqd_s for c in cpus]}
         if r.user_task:
-            res.counters["sched"]["loop_gap_s"] = [c.loop_gap for c in cpus]
-            res.counters["sched"]["loop_user_s"] = [c.loop_user_s for c in cpus]
             res.extra["loop_stalls"] = [np.asarray(c.loop_stalls, dtype=float).reshape(-1, 2)
                                         for c in cpus]
-            res.counters["sched"]["tasks"] = [c.tasks(self.duration) for c in cpus]
         return res
 
 

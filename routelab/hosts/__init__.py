@@ -1,12 +1,16 @@
 """Endpoints that react: the machines around the router, and its own sockets.
 
-A host takes part in a run through four seams (see ``docs/design.md``):
+A host takes part in a run through these seams (see ``docs/design.md``):
 
 ``deliver(j, t)``
     Packet ``j`` reaches the host at ``t``: for a host *beyond a device*,
     when the router has put its last bit on that device's wire (only for
     the packet kinds the host asked for, :attr:`Host.kinds`); for a *local*
-    host, when ``ip_local_deliver`` hands it over (by IP protocol).
+    host, when ``ip_local_deliver`` hands it over (by IP protocol).  It is
+    an event of the run: called in time order with the timers and packets,
+    so ``t`` never goes backwards and the host's own earlier timers have
+    fired.  ``run.header(j)`` / ``run.field(j, name)`` read the packet
+    (``j`` may be negative: a packet kept past its window).
 ``tx_complete(tag, t)``
     A frame the host owns (queued with ``owner=host``) has left the wire:
     the skb is freed (``sock_wfree``: a socket's send buffer gets its memory
@@ -16,6 +20,15 @@ timers
 ``run.inject(fields, t)``
     A packet born in the run reaches the router at ``t`` (on device
     ``fields["iif"]``); ``run.header(j)`` gives any packet's header fields.
+    A host beyond a wire sends through a :class:`~routelab.hosts.nic.HostNic`
+    (its own link and TX queue), which injects each frame when its last bit
+    reaches the router.
+``run.ip_output(fields, t, owner, tag)``
+    A socket on the router's own machine sends a frame: ``dev_queue_xmit``
+    with the socket as owner (``tx_complete`` when it left the wire).
+``charge(fn, seconds, t, cpu)`` and ``counters()``
+    CPU time a host spends on the router's machine (a profile row), and the
+    host's own counters, collected into ``Result.counters["hosts"]``.
 
 A host is given to the router with ``Router(hosts={device: host})``
 (beyond a device) or ``Router(local_hosts={protocol: host})``; each run
@@ -70,6 +83,19 @@ class Host:
     def finish(self, t: float) -> None:
         """The run ends at ``t``."""
 
+    def counters(self) -> dict:
+        """The host's own counters (name -> number), collected after
+        :meth:`finish` into ``Result.counters["hosts"][label]`` (label: the
+        device's name, or ``local/<protocol>``).  Empty: nothing reported."""
+        return {}
+
+    def charge(self, fn: str, seconds: float, t: float, cpu: int = 0) -> None:
+        """Charge CPU work the host does *on the router's machine* (a local
+        socket's system calls, a container's stack, a task): a profile row
+        ``fn`` and ``seconds`` of CPU ``cpu`` from ``t``.  A host on another
+        machine (beyond a wire) has its own CPU and charges nothing."""
+        self.run.charge(fn, seconds, t, cpu)
+
 
 class HostGroup(Host):
     """Several hosts beyond one device: each sees the packet kinds it asked for.
@@ -95,7 +121,7 @@ class HostGroup(Host):
             h.start(run, dev)
 
     def deliver(self, j: int, t: float) -> None:
-        kind = int(self.run.pk.value(j, "kind"))
+        kind = int(self.run.field(j, "kind"))
         for h, m in zip(self.hosts, self._masks, strict=True):
             if (m >> kind) & 1:
                 h.deliver(j, t)
@@ -105,3 +131,12 @@ class HostGroup(Host):
         for h in self.hosts:
             h.finish(t)
             h.run = None
+
+    def counters(self) -> dict:
+        """The members' counters, each under its class name (and position)."""
+        out = {}
+        for i, h in enumerate(self.hosts):
+            c = h.counters()
+            if c:
+                out[f"{i}:{type(h).__name__}"] = dict(c)
+        return out

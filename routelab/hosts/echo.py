@@ -68,7 +68,7 @@ class EchoHost(Host):
         f["ttl"] = 64
         f["cloned"] = False
         run.inject(f, t + self.delay_s)
-        run.pings.request(int(f["tag"]), run.pk.value(j, "t"))
+        run.pings.request(int(f["tag"]), run.field(j, "t"))
 
 
 class Pinger(Host):
@@ -79,4 +79,4 @@ class Pinger(Host):
 
     def deliver(self, j: int, t: float) -> None:
         run = self.run
-        run.pings.reply(int(run.pk.value(j, "tag")), t)
+        run.pings.reply(int(run.field(j, "tag")), t)

@@ -349,7 +349,8 @@ class IpDefrag:
     """
 
     __slots__ = (
-        "_high", "_low", "_next_deadline", "_queues", "_seq", "_time", "_timers", "discarded",
+        "_clock_timer", "_high", "_low", "_next_deadline", "_on_expire", "_queues", "_seq",
+        "_time", "_timers", "discarded",
         "evicted", "icmp_time_exceeded", "mem", "snmp",
     )  # fmt: skip
 
@@ -373,6 +374,43 @@ class IpDefrag:
         self._timers: list[tuple[float, int, FragKey]] = []
         self._next_deadline = float("inf")
         self._seq = 0
+        self._clock_timer = None
+        self._on_expire = None
+
+    def arm(self, clock, on_expire=None, cpu: int = 0, name: str = "ip_expire",
+            raw: bool = False) -> None:
+        """Run the reassembly timers on ``clock`` (a ``routelab.sim.clock.Clock``)
+        instead of lazily: a timer is kept armed for the earliest queue's
+        deadline, so a queue whose last fragment never comes expires on time
+        even if nothing else arrives.  ``on_expire(now, expired)`` (optional)
+        is told of each expiry with the list of :class:`Expired` queues and
+        returns the CPU seconds its handling took (the timer's cost, charged
+        on the run's CPU ``cpu``; ``raw=True`` for a reassembler on another
+        machine: nothing is charged).
+
+        Kernel: net/ipv4/ip_fragment.c ip_frag_create (``mod_timer`` of the
+        queue's own timer, ``ipfrag_time`` after creation) and ip_expire
+        (2.4.22, 2.6.11).  One clock timer stands for the per-queue timers:
+        it is always set to the earliest of their deadlines."""
+        self._on_expire = on_expire
+        self._clock_timer = clock.timer(name, self._fire, cpu, raw=raw)
+        self._rearm()
+
+    def _fire(self, now: float) -> float:
+        fired = self.expire(now)
+        w = 0.0
+        if fired and self._on_expire is not None:
+            w = float(self._on_expire(now, fired))
+        return w
+
+    def _rearm(self) -> None:
+        t = self._clock_timer
+        if t is not None:
+            # (a stale deadline may fire early: expire() then kills nothing)
+            if self._next_deadline == float("inf"):
+                t.stop()
+            elif not (t.pending() and t.at == self._next_deadline):
+                t.mod(self._next_deadline)
 
     @property
     def ipfrag_high_thresh(self) -> int:
@@ -499,6 +537,7 @@ class IpDefrag:
             self.icmp_time_exceeded += icmp
             fired.append(Expired(key, deadline, icmp))
         self._next_deadline = timers[0][0] if timers else float("inf")
+        self._rearm()
         return fired
 
     # -- internals named after the kernel's helpers --------------------------------
@@ -510,6 +549,7 @@ class IpDefrag:
         self.mem += q.mem
         heapq.heappush(self._timers, (q.deadline, q.seq, key))
         self._next_deadline = min(self._next_deadline, q.deadline)
+        self._rearm()
         return q
 
     def _ip_frag_queue(self, q: _Ipq, frag: IpFragment) -> bool:

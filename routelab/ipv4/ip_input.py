@@ -90,5 +90,5 @@ def ip_local_deliver(stack, pk, j: int, d: int, now: float) -> int:
         stack.pings.answered(pk.tag[j], pk.t[j], dep)
     host = stack.local_hosts.get(proto)
     if host is not None:
-        host.deliver(j, now)
+        stack.deliver_at(now, host, j)   # (in the run's time order)
     return 0

@@ -128,18 +128,8 @@ class Result:
                "idle": np.zeros_like(soft) if config.user_task else other,
                "intervals": intervals}
         rec_arrays = {k: np.asarray(v) for k, v in rec.items()}
-        if cache is not None:
-            counters["rt_cache_stat"] = cache.stat_rows()
-            counters["dst"] = {"entries": cache.dst.entries, "allocated": cache.dst.allocated,
-                               "destroyed": cache.dst.destroyed,
-                               "garbage": len(cache.dst.garbage),
-                               "gc_runs": cache.dst.gc_runs, "gc_walked": cache.dst.gc_walked,
-                               "alloc_failed": cache.dst.alloc_failed,
-                               "buckets": cache.buckets, "gc_thresh": cache.dst.gc_thresh,
-                               "max_size": cache.max_size, "flushes": cache.flushes}
+        if cache is not None:        # (its counters: result.counters.Counters.collect)
             gp = cache.rcu.grace_periods()
-            counters["rcu"] = {"mode": cache.rcu.mode, "pending": cache.rcu.pending,
-                               "invoked": cache.rcu.invoked, "grace_periods": int(gp.size)}
             ends = (np.asarray(cache.rcu.gp_log)[:, 1] if cache.rcu.gp_log else np.zeros(0))
             extra = {"grace_periods_s": gp, "grace_period_ends_s": ends,
                      "gc_log": list(cache.gc_log),
