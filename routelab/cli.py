@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO")
     for name in SCENARIOS:
         mod = get(name)
-        sp = sub.add_parser(name, help=_literal(mod.TITLE), description=mod.__doc__.split("\n\n")[0],
+        sp = sub.add_parser(name, help=_literal(mod.TITLE),
+                            description=mod.__doc__.split("\n\n")[0],
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         for knob in mod.KNOBS.values():
             default = "derived from the kernel profile / RAM" if knob.default is None \
