@@ -112,3 +112,17 @@ def test_the_core_check_sees_a_function_level_import():
     text = "from ..sim.ledger import Ledger\n\ndef f():\n    from ..ipv4.route import RouteCache\n"
     assert {n for n in imports_of(path, text) if core_forbids(n)} == {
         "routelab.ipv4.route", "routelab.ipv4.route.RouteCache"}
+
+
+def test_journey_does_not_import_the_scenarios_layer():
+    """journey (a view beside the scenarios) takes its knob factories from routelab.knobs."""
+    bad = [n for n in imports_of(PKG / "journey.py") if _within(n, ("routelab.scenarios",))]
+    assert bad == []
+
+
+def test_scenarios_keep_their_knob_factory_names():
+    from routelab import knobs
+    from routelab.scenarios import common
+
+    for name in knobs.__all__:
+        assert getattr(common, name) is getattr(knobs, name)
