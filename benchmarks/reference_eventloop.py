@@ -105,6 +105,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from routelab import OUTCOMES
+from routelab.core.dst import dst_release
 from routelab.core.skbuff import KIND
 from routelab.core.softirq import MAX_SOFTIRQ_RESTART
 from routelab.costs import composed
@@ -681,8 +682,7 @@ class _Reference:
                 self.stats["qdisc_drops"][oif] += 1
                 self.mib["OutDiscards"] += 1
                 self.outcome[j] = OC["drop_qdisc"]
-                if e is not None:
-                    e.refcnt -= 1
+                dst_release(e)
                 return
             self.outcome[j] = OC["forwarded"]
             self.t_depart[j] = self.transmit(oif, now, self.wire[j], e)
@@ -728,8 +728,7 @@ class _Reference:
         else:
             self.outcome[j] = OC["drop_hdr"]
             self.mib["InHdrErrors"] += 1
-        if e is not None:
-            e.refcnt -= 1                 # kfree_skb drops skb->dst
+        dst_release(e)                    # kfree_skb drops skb->dst
 
     # The rate-limit *decisions* are model logic shared with the router
     # (routelab.ipv4.icmp), like the RouteCache; only the event order is re-derived here.
@@ -774,8 +773,7 @@ class _Reference:
     def on_tx_done(self, ev: Event) -> None:
         dev, e = ev.data
         self.qdisc_len[dev] -= 1
-        if e is not None:
-            e.refcnt -= 1                 # the skb is freed: dst_release
+        dst_release(e)                    # the skb is freed
 
     # -- the run ------------------------------------------------------------------------
     def handle(self, ev: Event) -> None:

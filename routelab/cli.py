@@ -25,6 +25,11 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _literal(text: str) -> str:
+    """Text for argparse's ``help=``, which it %-formats: a knob's own ``%`` stays literal."""
+    return str(text).replace("%", "%%")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m routelab",
@@ -33,15 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="scenario", metavar="SCENARIO")
     for name in SCENARIOS:
         mod = get(name)
-        sp = sub.add_parser(name, help=mod.TITLE, description=mod.__doc__.split("\n\n")[0],
+        sp = sub.add_parser(name, help=_literal(mod.TITLE),
+                            description=mod.__doc__.split("\n\n")[0],
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         for knob in mod.KNOBS.values():
             default = "derived from the kernel profile / RAM" if knob.default is None \
                 else knob.default
             unit = f" [{knob.unit}]" if knob.unit else ""
             sp.add_argument(_flag(knob.name), dest=knob.name, default=None, metavar="VALUE",
-                            help=f"{knob.help}{unit} (default: {default}; "
-                                 f"valid: {knob.valid_text()})")
+                            help=_literal(f"{knob.help}{unit} (default: {default}; "
+                                          f"valid: {knob.valid_text()})"))
         sp.add_argument("--seed", default="1", metavar="N",
                         help="random seed; same knobs + same seed = same result (default: 1)")
         sp.add_argument("--json", action="store_true",

@@ -122,9 +122,12 @@ MISSES: dict[str, float] = {
 
 # Which kernel functions make up each fixed part of a packet's service, in the
 # order they run -- and are added up.  The array stages price packets with
-# these sums (routelab.router), the run's profile attributes time to the same
-# functions (routelab.result.profile), and the journey lists them row by row
-# (routelab.journey): one composition, read three times.
+# these sums (routelab.prepare), the run prices its dropped-at-IRQ frames and
+# ICMP errors with them (routelab.router), and the run's profile attributes
+# time to the same functions (routelab.result.profile).  (routelab.journey
+# still writes its rows by hand and checks the forward and output ones
+# against the model; a few sums are still written out elsewhere: the pair
+# device's receive, the ARP frame's transmit, ipv4.icmp.icmp_send_cost.)
 COMPOSITION: dict[str, tuple[str, ...]] = {
     # NIC receive to ip_rcv: a NAPI poll, or the hard IRQ and netif_rx (2.4 e100)
     "receive_napi": ("napi_poll_rx", "netif_receive_skb", "ip_rcv"),

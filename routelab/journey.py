@@ -42,9 +42,9 @@ from .ipv4.ip_forward import FWD_FRAG_NEEDED, FWD_TTL, ip_forward_plan
 from .ipv4.ip_fragment import fragment_plan
 from .ipv4.ip_input import ip_rcv
 from .ipv4.ip_output import ip_output_plan
+from .knobs import cpu_knob, kernel_knob
 from .prepare import LL_RESERVED
 from .router import Device, Router, Run
-from .scenarios.common import cpu_knob, kernel_knob
 from .sysctl import Knob, validate_all
 
 __all__ = ["GROUPS", "JOURNEY_KNOBS", "Journey", "JourneyRow", "packet_journey"]

@@ -1,7 +1,7 @@
 # C types for router.py when it is compiled (see setup.py, routelab/accel.py):
 # the dispatcher calls the stage objects' C methods directly.
 from routelab.core.dev cimport NetDevice, SoftnetData
-from routelab.core.dst cimport DstEntry
+from routelab.core.dst cimport DstEntry, dst_release
 from routelab.core.softirq cimport Cpu, TimerTick
 from routelab.ipv4.icmp cimport Icmp
 from routelab.ipv4.ip_input cimport ip_local_deliver
@@ -29,11 +29,18 @@ cdef inline void _prefetch_columns(Packets pk, Py_ssize_t jp) noexcept:
     _rl_prefetch(&pk.t_depart[jp])
 
 
+# Every module-level name the dispatcher (and the functions it calls per packet)
+# reads is declared here: a C constant, or a C global holding the object, so the
+# compiled loop never looks a name up in the module's dict
+# (tests/test_router_pxd.py checks).
 cdef Py_ssize_t _COL_AHEAD
 cdef double INF
-cdef long K_FWD, K_HDR, K_MARTIAN, K_TTL, K_FRAGNEED, K_LOCAL, K_NOROUTE, K_REDIR
+cdef long K_FWD, K_HDR, K_MARTIAN, K_TTL, K_FRAGNEED, K_LOCAL, K_NOROUTE, K_REDIR, K_ARP
 cdef long C_REFUSED, O_FORWARDED, O_TTL, O_FRAG_NEEDED, O_NO_ROUTE, O_MARTIAN, O_HDR
 cdef long O_QDISC, O_BACKLOG, O_MISSED, T_TIME_EXCEEDED, T_DEST_UNREACH, NOT_DROPPED
+cdef long O_HELD, O_NEIGH_DROP, N_QUEUED, N_DROP
+cdef object math, bisect_right, Accumulator, TraceWindows, Counters
 
 cdef int _not_forwarded(object run, Ledger lg, Icmp icmp, Packets pk, Py_ssize_t j, long cls,
                         long d, double fin, DstEntry e) except -1
+cdef bint progress_due(object progress, long wno, long nwin, long every) except -1

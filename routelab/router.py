@@ -35,7 +35,7 @@ import numpy as np
 from . import _malloc
 from . import costs as _costs
 from .core.dev import Device, NetDevice, SoftnetData, flush_tx
-from .core.dst import DstEntry, dst_set_expires
+from .core.dst import DstEntry, dst_release, dst_set_expires
 from .core.neighbour import NEIGH_DROP, NEIGH_QUEUED
 from .core.rcu import Rcu
 from .core.sched import Runqueue, Task
@@ -762,7 +762,7 @@ class Run:
                             lg.drop(j, O_HELD)      # until the neighbour decides
                         else:
                             lg.drop(j, O_NEIGH_DROP)
-                            e.refcnt -= 1
+                            dst_release(e)
                     elif cls == K_FWD or cls == K_REDIR:
                         # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
                         od = cython.cast(NetDevice, devs[pk.oif[j]])
@@ -774,8 +774,7 @@ class Run:
                                 sch.deliver_at(dep, od.host, j)
                         else:
                             lg.drop(j, O_QDISC)
-                            if e is not None:
-                                e.refcnt -= 1       # kfree_skb: dst_release
+                            dst_release(e)          # kfree_skb
                     elif cls != C_REFUSED:
                         _not_forwarded(self, lg, icmp, pk, j, cls, d, fin, e)
                     if lg.born:
@@ -1099,8 +1098,7 @@ def _not_forwarded(run, lg: Ledger, icmp: Icmp, pk: Packets, j: int, cls: int, d
         lg.drop(j, O_MARTIAN)
     else:  # K_HDR
         lg.drop(j, O_HDR)
-    if e is not None:
-        e.refcnt -= 1                    # kfree_skb: dst_release
+    dst_release(e)                       # kfree_skb (no route: nothing held)
     return 0
 
 

@@ -164,6 +164,9 @@ class Pktgen:
     order : str        ``"sequential"`` or ``"random"``
     """
 
+    #: IP total length of every packet: pktgen's 60-byte frames carry 46 bytes of IP
+    IP_BYTES = 46
+
     def __init__(self, *, pps: float, flows: int, flow_len: int, saddr: int, dev: int,
                  seed: int, order: str = "sequential") -> None:
         if order not in FLOW_ORDERS:
@@ -212,7 +215,7 @@ class Pktgen:
         # a public unicast destination in 1.0.0.0 - 222.255.255.255, not 127/8
         d = (np.uint64(0x01000000) + x % np.uint64(0xDE000000)).astype(np.uint32)
         d = np.where((d >> 24) == 127, d ^ np.uint32(0x80000000), d).astype(np.uint32)
-        return PacketTrace.build(t, iif=self.dev, saddr=self.saddr, daddr=d, length=46,
+        return PacketTrace.build(t, iif=self.dev, saddr=self.saddr, daddr=d, length=self.IP_BYTES,
                                  proto=17, kind=KIND["flood"], ttl=64)
 
 

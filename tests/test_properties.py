@@ -2,8 +2,10 @@
 
 * conservation: every offered packet ends in exactly one outcome;
 * reference counts never go negative and no dst is destroyed while held
-  (dst_destroy / dst_release raise AssertionError on a violation, so a clean
-  run is itself the proof; we also check the entries after the run);
+  (the run drops every dst reference through core/dst.dst_release, which,
+  like dst_destroy, raises AssertionError on a violation, compiled or not:
+  a clean run is itself the proof, test_a_release_below_zero_raises_during_a_run
+  shows that it would fail; we also check the entries after the run);
 * the census: dst entries == hashed + waiting for RCU + on the dst garbage
   list, at every state sample the run records;
 * determinism: the same knobs and seed give identical results.
@@ -272,3 +274,66 @@ def test_invariants_hold_while_the_neighbour_table_overflows():
     qlen = tbl.parms.queue_len
     for n in tbl:
         assert n.refcnt >= 1 and not n.dead and len(n.arp_queue) <= qlen
+
+
+# A run whose TX completion finds a dst nobody holds any more: a host beyond
+# eth1 takes the reference of every frame it sees queued (as a bug would).
+VIOLATION = r"""
+import json
+import numpy as np
+import routelab.accel as accel
+from routelab import Device, Fib, PacketTrace, Route, Router
+from routelab.hosts import Host
+
+
+class Thief(Host):
+    kinds = ("background",)
+
+    def deliver(self, j, t):
+        for e in self.run.devices[self.dev].txq.dsts():
+            if e is not None:
+                e.refcnt = 0
+
+
+fib = Fib(routes=[Route("10.0.0.0/8", oif=0), Route("0.0.0.0/0", oif=1)])
+r = Router("2.4.24", "opteron-2400x2", [Device("eth0", "e1000", 0), Device("eth1", "e1000", 0)],
+           fib, hosts={1: Thief()})
+tr = PacketTrace.build(np.arange(50) / 1000.0, saddr=(10 << 24) + 5, daddr=(130 << 24) + 1,
+                       length=200)
+try:
+    r.run(tr, 0.1)
+    err = ""
+except AssertionError as exc:
+    err = str(exc)
+print(json.dumps({"compiled": accel.compiled(), "error": err}))
+"""
+
+
+def _violation(pure: bool) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "ROUTELAB_PURE"}
+    env["PYTHONPATH"] = str(root)
+    if pure:
+        env["ROUTELAB_PURE"] = "1"
+    p = subprocess.run([sys.executable, "-c", VIOLATION], env=env, cwd=root,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_a_release_below_zero_raises_during_a_run(pure):
+    from routelab import accel
+
+    if not pure and not accel.compiled():
+        pytest.skip("routelab is not compiled here: " + accel.status()["routelab.router"])
+    out = _violation(pure)
+    assert out["compiled"] is (not pure)
+    assert "dst_release below zero" in out["error"]
+

@@ -37,3 +37,19 @@ def test_unknown_and_bad_knobs_are_refused(name):
         mod.run(duration=-1)
     with pytest.raises(KnobError, match="nosuch"):
         mod.run(nosuch=1)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_scenario_runs_through_run_scenario(name, monkeypatch):
+    """One path for every scenario (validation, seed, annotations): none bypasses it."""
+    mod = get(name)
+    seen = []
+
+    def spy(*a, **kw):
+        seen.append(a[0])
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(mod, "run_scenario", spy)
+    with pytest.raises(RuntimeError, match="stop"):
+        mod.run(seed=1, duration=0.2)
+    assert seen == [mod.NAME]

@@ -1,8 +1,9 @@
 # C types for dev.py when it is compiled (see setup.py, routelab/accel.py):
 # devices and softnet data are C classes the per-packet stages call directly.
 cimport cython
+from routelab.core.dst cimport DstEntry, dst_release
 from routelab.sim.ledger cimport Ledger
-from routelab.sim.queues cimport TimeQueue, TxQueue
+from routelab.sim.queues cimport Ring, TimeQueue
 
 cdef double NAN
 
@@ -15,6 +16,15 @@ cdef class SoftnetData:
     cdef public long long dropped, throttled, time_squeeze
 
     cpdef bint netif_rx(self, double t) except -1
+
+
+@cython.final
+cdef class TxQueue(Ring):
+    cdef public list dst, owner, tag
+    cdef public Py_ssize_t owned
+
+    cpdef int push(self, double dep, object e, object owner, long long tag) except -1
+    cpdef Py_ssize_t retire(self, double now) except -1
 
 
 @cython.final

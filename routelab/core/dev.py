@@ -4,7 +4,7 @@ Kernel: net/core/dev.c (netif_rx, the softnet_data backlog and its
 throttle, dev_queue_xmit), include/linux/netdevice.h, the drivers' RX rings
 (e1000, e100), net/sched/sch_generic.c (pfifo_fast) (2.4.24, 2.6.0).
 
-Three pieces:
+Four pieces:
 
 :class:`Device`
     The configuration of one interface (name, NIC profile, CPU, MTU,
@@ -17,11 +17,15 @@ Three pieces:
 :class:`SoftnetData`
     A CPU's ``softnet_data``: the ``netif_rx`` backlog that non-NAPI drivers
     (2.4's e100) feed from their interrupt handler, with its throttle.
+:class:`TxQueue`
+    A device's qdisc and TX ring: the queued frames' departure times, the
+    dsts they hold and their owners; TX completion releases the dsts.
 
 Kinds of device, by the NIC profile's ``kind``: ``"ether"`` (a NIC and its
 wire), ``"pair"`` (one end of a veth/etun pair: no wire, no ring, no TX
-queue -- a frame handed to it is at once the peer's, and its skb is freed
-on the spot) and ``"dummy"``.
+queue -- a frame handed to it leaves at once and its skb is freed on the
+spot; the model has no peer device yet, so nothing receives it) and
+``"dummy"``.
 
 Simplifications: a packet occupies its RX queue from arrival until its
 service starts (the queue holds service starts; starts that have passed are
@@ -41,9 +45,10 @@ import cython
 from ..errors import KnobError
 from ..hardware import NicProfile, nic_profile
 from ..sim.ledger import Ledger
-from ..sim.queues import TimeQueue, TxQueue
+from ..sim.queues import Ring, TimeQueue
+from .dst import DstEntry, dst_release
 
-__all__ = ["Device", "NetDevice", "SoftnetData", "flush_tx"]
+__all__ = ["Device", "NetDevice", "SoftnetData", "TxQueue", "flush_tx"]
 
 NAN = math.nan
 
@@ -145,6 +150,105 @@ class SoftnetData:
         return True
 
 
+class TxQueue(Ring):
+    """A device's qdisc plus TX ring: for every frame queued, when it leaves
+    the wire, the dst it holds (or ``None``) and its owner (or ``None``,
+    with a tag).
+
+    Kernel: the frames of pfifo_fast and the driver's TX ring, and their
+    TX completion (the driver's clean-up -> ``kfree_skb`` -> ``dst_release``;
+    for a frame a socket owns, ``sock_wfree``: the socket's send buffer gets
+    the frame's memory back, here the owner's ``tx_complete(tag, t)``).
+    Simplified: a FIFO of departure times (a ``routelab.sim.queues.Ring``)
+    with the dst and owner slots beside it.
+    """
+
+    def __init__(self, cap: int = 0) -> None:
+        Ring.__init__(self, cap)         # (rounded up to the ring's minimum)
+        self.dst = [None] * (self.mask + 1)
+        self.owner = [None] * (self.mask + 1)
+        self.tag = [0] * (self.mask + 1)
+        self.owned = 0                 # frames queued with an owner
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def push(self, dep: float, e, owner, tag: int) -> int:
+        """Queue a frame leaving the wire at ``dep`` holding ``e``; ``owner``
+        (with ``tag``) is told when it completes (see :meth:`retire`)."""
+        if self.n > self.mask:
+            self._grow()
+        i = (self.head + self.n) & self.mask
+        self.v[i] = dep
+        self.dst[i] = e
+        if owner is not None:
+            self.owner[i] = owner
+            self.tag[i] = tag
+            self.owned += 1
+        self.n += 1
+        return 0
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.locals(h=cython.Py_ssize_t, m=cython.Py_ssize_t, n=cython.Py_ssize_t,
+                   x=DstEntry, dep=cython.double)
+    def retire(self, now: float) -> int:
+        """TX completion of every frame that left the wire by ``now``: release
+        its dst, tell its owner (as of the frame's own departure time).
+        Return the number of frames still queued."""
+        h = self.head
+        m = self.mask
+        n = self.n
+        while n and self.v[h] <= now:
+            x = self.dst[h]
+            if x is not None:
+                self.dst[h] = None
+                dst_release(x)
+            if self.owned:
+                o = self.owner[h]
+                if o is not None:
+                    self.owner[h] = None
+                    self.owned -= 1
+                    dep = self.v[h]
+                    self.head = (h + 1) & m      # (consistent if the owner looks)
+                    self.n = n - 1
+                    o.tx_complete(self.tag[h], dep)
+            h = (h + 1) & m
+            n -= 1
+        self.head = h
+        self.n = n
+        return n
+
+    def next_owned(self) -> float:
+        """When the first queued frame with an owner leaves (``inf`` if none)."""
+        if self.owned:
+            for i in range(self.n):
+                k = (self.head + i) & self.mask
+                if self.owner[k] is not None:
+                    return self.v[k]
+        return float("inf")
+
+    def drain(self) -> None:
+        """Complete every queued frame (the end of the run)."""
+        self.retire(float("inf"))
+
+    def dsts(self) -> list:
+        """The dsts of the queued frames, oldest first (a copy)."""
+        return [self.dst[(self.head + i) & self.mask] for i in range(self.n)]
+
+    def _grow(self) -> None:
+        size = self.mask + 1
+        order = [(self.head + i) & self.mask for i in range(self.n)]
+        dsts = [self.dst[k] for k in order]
+        owners = [self.owner[k] for k in order]
+        tags = [self.tag[k] for k in order]
+        Ring._grow(self)
+        extra = self.mask + 1 - len(order)
+        self.dst = dsts + [None] * extra
+        self.owner = owners + [None] * extra
+        self.tag = tags + [0] * extra
+        assert self.mask + 1 == 2 * size
+
+
 class NetDevice:
     """One interface during a run (see the module docstring).
 
@@ -241,8 +345,7 @@ class NetDevice:
         told on the spot.
         """
         if self.pair:
-            if e is not None:
-                e.refcnt -= 1
+            dst_release(e)             # kfree_skb at once (a None dst is no-op)
             if owner is not None:
                 owner.tx_complete(tag, now)
             return now

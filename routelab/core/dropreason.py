@@ -8,13 +8,16 @@ overflow"), ip_forward.c (TTL, DF), the qdisc (``dev_queue_xmit``) and
 neighbour.c (the unresolved queue, a failed resolution, a full table).
 
 A packet ends in exactly one outcome (the invariant ``Result.conservation``
-checks); the per-packet ``outcome`` column holds the codes below.  New kinds
-of ending are added here, as rows, and nowhere else: the result views, the
-summary and the conservation test read this table.
+checks); the per-packet ``outcome`` column holds the codes below.  A new kind
+of ending starts here, as a row: the result views, the summary and the
+conservation test read this table.  The stage that decides it still has to
+record it, and a new kernel counter still has to be counted where the run
+counts its window (``router.Run._count_window``'s MIB mapping).
 
 Each row names the kernel counter that counts it (``counter``), where the
-kernel keeps one; the model's counters in ``Result.counters`` use the same
-names.
+kernel keeps one, the deciding function (``where``) and a line of text;
+they document the table, and nothing in the run reads them yet.  The
+model's counters in ``Result.counters`` use the same counter names.
 """
 
 from __future__ import annotations

@@ -58,3 +58,18 @@ cdef class DstOps:
     cpdef double dst_destroy(self, DstEntry e, double now) except? -1.0
     cpdef double dst_free(self, DstEntry e, double now) except? -1.0
     cpdef double dst_run_gc(self, double now) except? -1.0
+
+
+cdef int dst_release_underflow(DstEntry e) except -1
+
+
+cpdef inline int dst_release(DstEntry e) except -1:
+    # include/net/dst.h dst_release, compiled into every caller (a C inline:
+    # the compiled model's references cost one test and a decrement); dst.py
+    # holds the same body, with its docstring, for pure Python.
+    if e is None:
+        return 0
+    if e.refcnt <= 0:
+        return dst_release_underflow(e)
+    e.refcnt -= 1
+    return 0

@@ -28,9 +28,9 @@ import cython
 from ..sim.clock import Clock
 from ..sim.ledger import Ledger
 
-__all__ = ["DstEntry", "DstFamily", "DstOps", "HHCache", "dst_set_expires", "DST_GC_MIN",
-           "DST_GC_INC", "DST_GC_MAX", "LIVE", "HASHED", "RCU_PENDING", "GARBAGE", "DESTROYED",
-           "HOOKS"]
+__all__ = ["DstEntry", "DstFamily", "DstOps", "HHCache", "dst_set_expires", "dst_hold",
+           "dst_release", "DST_GC_MIN", "DST_GC_INC", "DST_GC_MAX", "LIVE", "HASHED",
+           "RCU_PENDING", "GARBAGE", "DESTROYED", "HOOKS"]
 
 DST_GC_MIN = 0.1     # HZ/10
 DST_GC_INC = 0.5     # HZ/2
@@ -296,15 +296,33 @@ def dst_hold(e: DstEntry) -> None:
     e.refcnt += 1
 
 
-def dst_release(e: DstEntry) -> None:
-    """Drop a reference.  Kernel: include/net/dst.h dst_release.
+def dst_release_underflow(e: DstEntry) -> int:
+    """Raise: a reference was dropped that nobody held (a model bug)."""
+    raise AssertionError(f"dst_release below zero: refcnt {e.refcnt} of {e!r}")
 
-    Like the kernel, releasing the last reference of an obsolete entry does
-    *not* destroy it; the dst GC timer will.
-    """
-    if e.refcnt <= 0:
-        raise AssertionError(f"dst_release below zero: {e!r}")
-    e.refcnt -= 1
+
+if not cython.compiled:
+    # Compiled, dst.pxd's C inline of this same body runs instead, inside every
+    # compiled caller (no call at all); tests/core/test_dst.py checks that the
+    # two behave alike.
+    def dst_release(e: DstEntry | None) -> int:
+        """Drop a reference (``None``: nothing to drop).
+
+        Kernel: include/net/dst.h dst_release (2.4.24, 2.6.0; a NULL dst is
+        ignored there too): the skb's reference to its route goes when the
+        skb is freed (``kfree_skb``).  Like the kernel, releasing the last
+        reference of an obsolete entry does *not* destroy it; the dst GC
+        timer will.  Below zero, 2.4.24 just decrements and 2.6.0 prints
+        "BUG: dst underflow" and decrements; the model raises
+        (:func:`dst_release_underflow`): an unbalanced release is a bug of
+        the model, and every run checks for it.
+        """
+        if e is None:
+            return 0
+        if e.refcnt <= 0:
+            return dst_release_underflow(e)
+        e.refcnt -= 1
+        return 0
 
 
 def dst_set_expires(e: DstEntry, now: float, timeout: float = 0.0) -> None:

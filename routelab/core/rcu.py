@@ -7,7 +7,10 @@ MaximeChretien/linux-history v2.6.0).  The patches: LKML
 <20040331214342.GD4543@in.ibm.com> (rcu-softirq / call_rcu_bh, Dipankar Sarma,
 1 Apr 2004), as described in the project brief (sources.md §Story 2); their
 code was not read.  ``routelab.core.rcu26`` is the same protocol, standalone
-and event by event, with its tests; this is the version the engine runs.
+and event by event; this is the version the engine runs.  Fed the same events,
+the two agree on every grace period and callback time (tests/test_rcu26.py),
+except that a context switch is a quiescent state of this model's ``bh`` mode
+and not of rcu26's ``rcu_bh`` flavour.
 
 A route-cache entry taken out of its hash chain may still be in use by a
 reader on another CPU, so it is handed to ``call_rcu`` and freed only after a

@@ -5,7 +5,8 @@ Kernel: include/linux/skbuff.h, net/core/skbuff.c (2.4, 2.6).
 A run never builds one Python object per packet.  The offered traffic is a
 :class:`PacketTrace`: one numpy array per header field or skb property,
 sorted by arrival time.  The stateless stages work on whole arrays; the
-per-packet loop in :mod:`routelab.router` reads them as lists.
+per-packet loop in :mod:`routelab.router` reads a window of them through
+:class:`routelab.sim.columns.Packets` (typed views when compiled).
 
 Only what the forwarding path looks at is kept: addresses, TOS, protocol,
 length, TTL, DF, the header error (if the generator injected one), whether
@@ -21,7 +22,11 @@ import numpy as np
 
 __all__ = ["PacketTrace", "KIND", "HDR_ERR", "skb_cow_needed", "ip_to_int", "int_to_ip"]
 
-# Traffic classes, used only for plotting and per-class statistics.
+# Traffic classes (the generator's label, not a header field).  Besides plots
+# and per-class statistics they decide which host beyond a device sees a
+# packet (routelab.hosts.kind_mask), whether the router answers an echo
+# request (ipv4/ip_input.ip_local_deliver) and which packets are ARP frames
+# (routelab.prepare).
 KIND = {"background": 0, "worm": 1, "ping_request": 2, "ping_reply": 3, "flood": 4,
         "local": 5, "icmp_error": 6, "reply": 7, "arp": 8}
 KIND_NAMES = {v: k for k, v in KIND.items()}

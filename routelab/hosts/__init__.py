@@ -1,4 +1,6 @@
-"""Endpoints that react: the machines around the router, and its own sockets.
+"""Endpoints that react: the machines around the router (and, through
+``Router(local_hosts=...)``, local endpoints by IP protocol; no socket layer
+is modelled yet).
 
 A host takes part in a run through these seams (see ``docs/design.md``):
 

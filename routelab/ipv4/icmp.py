@@ -1,12 +1,14 @@
-"""ICMP error rate limits and redirect spacing: the decisions, nothing else.
+"""ICMP: sending an error or reply, its rate limits, and redirect spacing.
 
-Kernel: net/ipv4/icmp.c icmpv4_xrlim_allow / xrlim_allow; net/ipv4/route.c
-ip_error and ip_rt_send_redirect (2.4.22, 2.6.11).
+Kernel: net/ipv4/icmp.c icmp_send, icmpv4_xrlim_allow / xrlim_allow;
+net/ipv4/route.c ip_error and ip_rt_send_redirect (2.4.22, 2.6.11).
 
-Each function takes a small mutable state (a token bucket or a redirect
-counter) and the time, updates the state and says whether a message may be
-sent.  The router keeps the states (per peer, per cached route); the callers
-charge the CPU cost and queue the message.
+The limiters take a small mutable state (a token bucket or a redirect
+counter) and the time, update the state and say whether a message may be
+sent; the states live with their owners (per peer in :class:`Icmp`, per
+cached route).  :meth:`Icmp.icmp_send` applies the limit, counts the
+message in the ICMP MIB and queues it on the output device
+(``dev_queue_xmit``); the callers charge its CPU cost.
 
 The per-packet loop calls these for every ICMP error it may send, so this
 module is one of the compiled ones (routelab/accel.py); the

@@ -3,7 +3,7 @@
 # route cache itself is a C class whose miss path (slow path, dst_alloc, GC,
 # rt_intern_hash, rt_free -> call_rcu -> dst_free) is a chain of C calls.
 cimport cython
-from routelab.core.dst cimport DstEntry, DstFamily, DstOps
+from routelab.core.dst cimport DstEntry, DstFamily, DstOps, dst_release
 from routelab.core.rcu cimport Rcu
 from routelab.core.dev cimport flush_tx
 from routelab.sim.clock cimport Clock, Timer

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..core.dev import flush_tx
 from ..core.dropreason import OUTCOMES
-from ..core.dst import DESTROYED, GARBAGE, HASHED, DstEntry, DstFamily, DstOps
+from ..core.dst import DESTROYED, GARBAGE, HASHED, DstEntry, DstFamily, DstOps, dst_release
 from ..core.rcu import Rcu
 from ..errors import KnobError
 from ..kernels import KernelProfile
@@ -567,7 +567,7 @@ class RouteCache(DstFamily):
                 r.lastuse = now
                 r.use += 1
                 r.refcnt += 1
-                e.refcnt -= 1
+                dst_release(e)          # rt_drop: the new entry loses its packet
                 t = self._c_intern + (pos + 1) * self._c_step
                 self.ledger.t = t + self.rt_free(e, now, cpu)
                 return r
@@ -614,7 +614,7 @@ class RouteCache(DstFamily):
         self.neigh_s = s
         if isinstance(n, int):
             self.neigh_overflows += 1
-            e.refcnt -= 1
+            dst_release(e)
             return False
         e.neigh = n
         e.hh = n.hh

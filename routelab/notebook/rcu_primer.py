@@ -85,6 +85,8 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
+from ..core.rcu import QS_KINDS
+from ..core.softirq import MAX_SOFTIRQ_RESTART  # handler runs per __do_softirq call
 from ..errors import KnobError
 from ..sysctl import Knob
 from .plots import OKABE_ITO, BlitRenderer, LiveFigure, new_figure
@@ -105,16 +107,14 @@ __all__ = [
 STATES = ("user", "softirq", "idle", "ctxsw", "kernel")
 USER, SOFTIRQ, IDLE, CTXSW, KERNEL = range(len(STATES))
 
-#: Quiescent-state events per rule, and the label the dropdown shows.
+#: Quiescent-state events per rule (the simulator's own, routelab.core.rcu
+#: QS_KINDS), and the label the dropdown shows.
 RULES: dict[str, tuple[str, frozenset[str]]] = {
-    "vanilla": ("vanilla 2.6.0", frozenset({"ctxsw", "user_tick", "idle"})),
-    "iter": ("rcu-softirq (earlier patch)",
-             frozenset({"ctxsw", "user_tick", "idle", "softirq_loop"})),
-    "bh": ("call_rcu_bh (patch under test)",
-           frozenset({"ctxsw", "user_tick", "idle", "softirq_loop", "softirq_handler"})),
+    key: (label, QS_KINDS[key]) for key, label in (
+        ("vanilla", "vanilla 2.6.0"),
+        ("iter", "rcu-softirq (earlier patch)"),
+        ("bh", "call_rcu_bh (patch under test)"))
 }
-
-MAX_SOFTIRQ_RESTART = 10   # handler runs per __do_softirq call (kernel/softirq.c)
 LIVE_ENTRIES = 4           # other entries in the cache besides A (for the counter)
 _READER = (2, 3)           # reader section: from remove_at - 2 to remove_at + 3 ms
 _BURST_MS = 8              # smoothing window of the softirq pattern: bursts, not noise

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.skbuff import KIND
 from ..ipv4.route import gc_scan_cost
 from ..result import Result
 from ..scenarios import worm
@@ -80,7 +81,7 @@ STAND_IN = {"outside_welchia": 12}
 def probe_rate(res: Result) -> float:
     """Worm probes per second the run offered (inside and outside scanners)."""
     kind = res.packets["kind"][: res.offered]
-    return float(np.count_nonzero(kind == 1)) / res.duration
+    return float(np.count_nonzero(kind == KIND["worm"])) / res.duration
 
 
 # -- the three-panel figure -------------------------------------------------------------
@@ -684,13 +685,13 @@ def arp_walkthrough(arrivals=(0.0, 0.4, 0.8, 1.2), *, addr: str = "10.10.200.9",
     router, trace = worm.build(values, seed)
     router.trace_neighbours = True
     probes = PacketTrace.build(np.asarray(arrivals), iif=0, saddr=ip_to_int(src),
-                               daddr=int(a[0]), proto=1, length=92, kind=1)
+                               daddr=int(a[0]), proto=1, length=92, kind=KIND["worm"])
     res = router.run(PacketTrace.concat([trace, probes]), duration)
     key = int(a[0])
     events = [(t, e, st, info) for (t, e, k, st, info) in res.extra.get("neigh_log", [])
               if k == key]
     kind = res.packets["kind"][: res.offered]
-    oc = res.packets["outcome"][: res.offered][kind == 1]
+    oc = res.packets["outcome"][: res.offered][kind == KIND["worm"]]
     p = router.sysctl
     return ArpWalk(addr=int_to_ip(key), src=src, arrivals=arrivals, events=events,
                    outcomes=[OUTCOME_NAMES[int(o)] for o in oc],

@@ -13,6 +13,7 @@ import numpy as np
 
 # every outcome a packet can have: one table, in routelab.core.dropreason
 from ..core.dropreason import OUTCOME_NAMES, OUTCOMES
+from ..core.skbuff import KIND
 from .bins import bin_index, busy_in_bins, hardirq_in_bins
 from .profile import compose_profile
 
@@ -140,7 +141,7 @@ class Result:
         profile = compose_profile(config, acc.prof, ledger_profile, counters)
         # every echo request offered counts as sent, whatever became of it
         # (dropped requests are losses, not absences)
-        req = (packets["kind"][:n0] == 2) & (packets["tag"][:n0] >= 0)
+        req = (packets["kind"][:n0] == KIND["ping_request"]) & (packets["tag"][:n0] >= 0)
         seqs = packets["tag"][:n0][req].astype(np.int64)
         sent = packets["t"][:n0][req] if "t" in packets else np.zeros(int(req.sum()))
         back = np.array([ping_rtt.get(int(q), (0.0, np.nan))[1] for q in seqs],

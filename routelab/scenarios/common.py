@@ -1,11 +1,14 @@
-"""Knobs shared by scenarios (kernel, CPU, route-cache sysctls, run control)."""
+"""What every scenario shares: validating its knobs, running it, annotating the result.
+
+The knob factories (kernel, CPU, route-cache sysctls, run length) live in
+:mod:`routelab.knobs`; they are re-exported here for the scenarios.
+"""
 
 from __future__ import annotations
 
-from ..hardware import CPUS
-from ..kernels import KERNELS
+from ..knobs import cache_knobs, cpu_knob, kernel_knob, run_knobs
 from ..result import Result
-from ..sysctl import SYSCTLS, Knob, validate_all
+from ..sysctl import validate_all
 
 __all__ = ["kernel_knob", "cpu_knob", "cache_knobs", "run_knobs", "resolve", "SYSCTL_NAMES"]
 
@@ -17,25 +20,6 @@ SYSCTL_NAMES = ("gc_thresh", "max_size", "gc_min_interval", "gc_elasticity", "gc
                 "neigh_unres_qlen", "neigh_retrans_time", "neigh_mcast_solicit",
                 "neigh_ucast_solicit", "neigh_app_solicit", "neigh_base_reachable_time",
                 "neigh_delay_first_probe_time")
-
-
-def kernel_knob(default: str) -> Knob:
-    return Knob("kernel", default, str, unit="", choices=tuple(KERNELS),
-                help="Kernel profile: route-cache, GC and RCU behaviour (routelab.kernels).")
-
-
-def cpu_knob(default: str) -> Knob:
-    return Knob("cpu", default, str, choices=tuple(CPUS),
-                help="CPU profile (routelab.hardware).")
-
-
-def cache_knobs(*names: str) -> list[Knob]:
-    return [SYSCTLS[n] for n in names]
-
-
-def run_knobs(duration: float, max_duration: float) -> list[Knob]:
-    return [Knob("duration", duration, float, 0.1, max_duration, "s",
-                 "Simulated seconds.", step=0.5)]
 
 
 def resolve(knobs: dict, given: dict) -> dict:
@@ -57,12 +41,16 @@ def fill_derived(values: dict, router) -> dict:
     return out
 
 
-def run_scenario(name: str, knobs: dict, build, given: dict, seed, ping_bytes) -> Result:
+def run_scenario(name: str, knobs: dict, build, given: dict, seed, ping_bytes, *,
+                 progress=None, summary=None) -> Result:
     """Validate knobs and seed, build the router and trace, run, annotate the result.
 
     ``ping_bytes`` (a knob name or a number) is the IP length of the echo
     requests: the host side of the round trip -- request and reply each
-    crossing the inside wire once -- is added to every RTT.
+    crossing the inside wire once -- is added to every RTT.  ``progress`` is
+    passed to ``Router.run``; ``summary(res)``, if given, returns the
+    scenario's own figures, kept as ``res.extra["scenario_summary"]`` (data:
+    ``Result.summary`` adds them).
     """
     import numpy as np
 
@@ -72,10 +60,12 @@ def run_scenario(name: str, knobs: dict, build, given: dict, seed, ping_bytes) -
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise KnobError("seed", seed, "a non-negative integer")
     router, trace = build(values, int(seed))
-    res = router.run(trace, values["duration"])
+    res = router.run(trace, values["duration"], progress=progress)
     res.extra["scenario"] = name
     res.extra["knobs"] = fill_derived(values, router)
     res.extra["seed"] = int(seed)
     size = values[ping_bytes] if isinstance(ping_bytes, str) else ping_bytes
     res.extra["rtt_offset_s"] = 2 * (size + 38) * 8 / router.devices[0].speed
+    if summary is not None:
+        res.extra["scenario_summary"] = summary(res)
     return res

@@ -34,7 +34,7 @@ from ..result import OUTCOMES, Result
 from ..router import Device, Router
 from ..sysctl import Knob
 from ..traffic import FLOW_ORDERS, Pktgen, TraceWindows
-from .common import cache_knobs, cpu_knob, fill_derived, kernel_knob, resolve, run_knobs, sysctl_of
+from .common import cache_knobs, cpu_knob, kernel_knob, run_knobs, run_scenario, sysctl_of
 
 NAME = "rcu"
 TITLE = "Route-cache DoS and RCU grace periods under a softirq flood (story 2)"
@@ -153,14 +153,6 @@ def run(seed: int = 1, progress=None, **knobs) -> Result:
     **knobs
         Values for ``KNOBS`` (others take their defaults).
     """
-    values = resolve(KNOBS, knobs)
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise KnobError("seed", seed, "a non-negative integer")
-    router, trace = build(values, int(seed))
-    res = router.run(trace, values["duration"], progress=progress)
-    res.extra["scenario"] = NAME
-    res.extra["knobs"] = fill_derived(values, router)
-    res.extra["seed"] = int(seed)
-    res.extra["rtt_offset_s"] = 2 * (46 + 38) * 8 / router.devices[0].speed
-    res.extra["scenario_summary"] = _port_summary(res)
-    return res
+    # (no pings here: the wire offset of Result.rtt is sized by the flood's packets)
+    return run_scenario(NAME, KNOBS, build, knobs, seed, Pktgen.IP_BYTES, progress=progress,
+                        summary=_port_summary)

@@ -1,18 +1,15 @@
 """The per-packet loop's queues and its busy-time log, as small ring buffers.
 
-Three containers the loop touches for nearly every packet:
+Containers the loop touches for nearly every packet:
 
+``Ring``
+    A FIFO of times grown by doubling, the base of the queues (here, and
+    ``routelab.core.dev.TxQueue``, a device's qdisc + TX ring, which holds
+    the frames' dsts and so belongs to the model).
 ``TimeQueue``
     A NIC RX ring (NAPI) or a CPU's ``netif_rx`` backlog: the service start
     of every admitted packet, oldest first.  The loop only needs its length,
     its head, to append, and to drop the starts that have passed.
-``TxQueue``
-    A device's qdisc plus TX ring: for every frame queued, when it leaves
-    the wire, the dst it holds (or ``None``) and its owner (or ``None``).
-    Retiring a frame is the driver's TX completion: ``kfree_skb`` ->
-    ``dst_release``, and for a frame a socket owns, the owner's
-    ``tx_complete(tag, t)`` (``sock_wfree``: the socket's send buffer gets
-    the frame's memory back).
 ``IntervalLog``
     A CPU's softirq busy intervals (start, duration), merged when one
     starts exactly where the last ended; ``Result`` turns them into CPU
@@ -21,8 +18,8 @@ Three containers the loop touches for nearly every packet:
 Model, not kernel: these are bookkeeping structures of the simulator (the
 kernel's queues are linked lists of skbs), so the only rule they follow is
 FIFO order.  They store plain C doubles when compiled (see ``queues.pxd``,
-``routelab/accel.py``) and run unchanged as Python otherwise; all three grow
-by doubling, so no capacity limit is hidden in them.
+``routelab/accel.py``) and run unchanged as Python otherwise; all of them
+grow by doubling, so no capacity limit is hidden in them.
 """
 from __future__ import annotations
 
@@ -30,8 +27,6 @@ from array import array
 
 import cython
 import numpy as np
-
-from ..core.dst import DstEntry
 
 _MIN_CAP = 16
 
@@ -48,7 +43,7 @@ def _capacity(cap: int) -> int:
     return c
 
 
-class _Ring:
+class Ring:
     """A FIFO ring buffer of times (C doubles when compiled), grown by doubling."""
 
     def __init__(self, cap: int = _MIN_CAP) -> None:
@@ -83,7 +78,7 @@ class _Ring:
         self.head = 0
 
 
-class TimeQueue(_Ring):
+class TimeQueue(Ring):
     """FIFO of times: a NIC RX ring or a CPU backlog (service starts)."""
 
     @cython.boundscheck(False)
@@ -109,96 +104,6 @@ class TimeQueue(_Ring):
         self.head = h
         self.n = n
         return n
-
-
-class TxQueue(_Ring):
-    """FIFO of (departure time, dst or None, owner or None, tag): a device's
-    queued frames."""
-
-    def __init__(self, cap: int = _MIN_CAP) -> None:
-        _Ring.__init__(self, cap)
-        self.dst = [None] * (self.mask + 1)
-        self.owner = [None] * (self.mask + 1)
-        self.tag = [0] * (self.mask + 1)
-        self.owned = 0                 # frames queued with an owner
-
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    def push(self, dep: float, e, owner, tag: int) -> int:
-        """Queue a frame leaving the wire at ``dep`` holding ``e``; ``owner``
-        (with ``tag``) is told when it completes (see :meth:`retire`)."""
-        if self.n > self.mask:
-            self._grow()
-        i = (self.head + self.n) & self.mask
-        self.v[i] = dep
-        self.dst[i] = e
-        if owner is not None:
-            self.owner[i] = owner
-            self.tag[i] = tag
-            self.owned += 1
-        self.n += 1
-        return 0
-
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.locals(h=cython.Py_ssize_t, m=cython.Py_ssize_t, n=cython.Py_ssize_t,
-                   x=DstEntry, dep=cython.double)
-    def retire(self, now: float) -> int:
-        """TX completion of every frame that left the wire by ``now``: release
-        its dst, tell its owner (as of the frame's own departure time).
-        Return the number of frames still queued."""
-        h = self.head
-        m = self.mask
-        n = self.n
-        while n and self.v[h] <= now:
-            x = self.dst[h]
-            if x is not None:
-                self.dst[h] = None
-                x.refcnt -= 1
-            if self.owned:
-                o = self.owner[h]
-                if o is not None:
-                    self.owner[h] = None
-                    self.owned -= 1
-                    dep = self.v[h]
-                    self.head = (h + 1) & m      # (consistent if the owner looks)
-                    self.n = n - 1
-                    o.tx_complete(self.tag[h], dep)
-            h = (h + 1) & m
-            n -= 1
-        self.head = h
-        self.n = n
-        return n
-
-    def next_owned(self) -> float:
-        """When the first queued frame with an owner leaves (``inf`` if none)."""
-        if self.owned:
-            for i in range(self.n):
-                k = (self.head + i) & self.mask
-                if self.owner[k] is not None:
-                    return self.v[k]
-        return float("inf")
-
-    def drain(self) -> None:
-        """Complete every queued frame (the end of the run)."""
-        self.retire(float("inf"))
-
-    def dsts(self) -> list:
-        """The dsts of the queued frames, oldest first (a copy)."""
-        return [self.dst[(self.head + i) & self.mask] for i in range(self.n)]
-
-    def _grow(self) -> None:
-        size = self.mask + 1
-        order = [(self.head + i) & self.mask for i in range(self.n)]
-        dsts = [self.dst[k] for k in order]
-        owners = [self.owner[k] for k in order]
-        tags = [self.tag[k] for k in order]
-        _Ring._grow(self)
-        extra = self.mask + 1 - len(order)
-        self.dst = dsts + [None] * extra
-        self.owner = owners + [None] * extra
-        self.tag = tags + [0] * extra
-        assert self.mask + 1 == 2 * size
 
 
 class IntervalLog:

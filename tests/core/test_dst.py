@@ -216,3 +216,55 @@ def test_destroy_hook_sees_every_destroy(monkeypatch):
     assert seen == [e.uid]
     monkeypatch.setitem(dst_mod.HOOKS, "dst_destroy", None)
     assert DstOps(100, None, COST).on_destroy is None
+
+
+# dst_release has two bodies: dst.pxd's C inline (compiled into every compiled
+# caller) and dst.py's (pure Python).  The same calls, in both.
+RELEASE_PROBE = r"""
+import json
+from routelab import accel
+from routelab.core.dev import TxQueue
+from routelab.core.dst import DstEntry, dst_hold, dst_release
+
+out = {"compiled": accel.compiled(), "none": dst_release(None)}
+e = DstEntry(7, 0.0)
+dst_hold(e)
+dst_hold(e)
+out["first"] = [dst_release(e), e.refcnt]
+out["second"] = [dst_release(e), e.refcnt]
+for name, call in (("direct", lambda: dst_release(e)),
+                   ("tx completion", lambda: (q.push(0.0, e, None, 0), q.retire(1.0)))):
+    q = TxQueue()
+    try:
+        call()
+        out[name] = None
+    except AssertionError as exc:
+        out[name] = [str(exc).split(" of ")[0], e.refcnt]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_double_release_raises_alike_compiled_and_pure(pure):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from routelab import accel
+
+    if not pure and not accel.compiled():
+        pytest.skip("routelab is not compiled here: " + accel.status()["routelab.core.dst"])
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "ROUTELAB_PURE"}
+    env["PYTHONPATH"] = str(root)
+    if pure:
+        env["ROUTELAB_PURE"] = "1"
+    p = subprocess.run([sys.executable, "-c", RELEASE_PROBE], env=env, cwd=root,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout)
+    assert out == {"compiled": not pure, "none": 0, "first": [0, 1], "second": [0, 0],
+                   "direct": ["dst_release below zero: refcnt 0", 0],
+                   "tx completion": ["dst_release below zero: refcnt 0", 0]}

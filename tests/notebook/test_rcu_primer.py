@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,6 +165,17 @@ def test_rules_match_the_simulator():
     from routelab.core.rcu import QS_KINDS
     for key, (_label, events) in RULES.items():
         assert events == QS_KINDS[key]
+
+
+def test_rules_and_restart_limit_are_the_simulators_own():
+    """Imported, not copied: a change in core/rcu.py or core/softirq.py reaches the primer."""
+    from routelab.core import rcu, softirq
+    from routelab.notebook import rcu_primer
+
+    assert all(events is rcu.QS_KINDS[key] for key, (_label, events) in RULES.items())
+    assert rcu_primer.MAX_SOFTIRQ_RESTART == softirq.MAX_SOFTIRQ_RESTART
+    src = Path(rcu_primer.__file__).read_text()   # (a copy would be equal, so look)
+    assert "frozenset(" not in src and "MAX_SOFTIRQ_RESTART =" not in src
 
 
 # -- the entries counter and the free ---------------------------------------------------
