@@ -38,7 +38,7 @@ from .core.dev import Device, NetDevice, SoftnetData, flush_tx
 from .core.dst import DstEntry, dst_release, dst_set_expires
 from .core.neighbour import NEIGH_DROP, NEIGH_QUEUED
 from .core.rcu import Rcu
-from .core.sched import Runqueue, Task
+from .core.sched import Task, loop_runqueue
 from .core.skbuff import KIND, PacketTrace, ip_to_int
 from .core.softirq import MAX_SOFTIRQ_RESTART, Cpu, TimerTick
 from .errors import KnobError
@@ -68,6 +68,7 @@ from .prepare import (
 from .result import OUTCOMES, DeviceInfo, Result, RunConfig
 from .result.accumulate import Accumulator
 from .result.counters import Counters
+from .seams import RunSeams
 from .sim.clock import Clock, Timer
 from .sim.columns import Packets
 from .sim.ledger import NO_DROP, Ledger
@@ -107,25 +108,6 @@ _SAMPLES = ("entries", "hashed", "garbage", "rcu_pending", "expire", "equilibriu
 # the host's interrupt and arp_rcv): 0.2 ms.
 ARP_REPLY_S = 0.2e-3
 ARP_FRAME_BYTES = 28 + 18     # ARP payload + Ethernet header and FCS (padded to 64)
-
-
-def runqueue(cpu: int, ncpus: int, tasks: list) -> Runqueue:
-    """CPU ``cpu``'s O(1) runqueue for a run with a user task: ksoftirqd
-    (nice 19, asleep), the gettimeofday loop (nice 0, CPU-bound) and the
-    further ``tasks``, with the loop current at time 0.
-
-    Kernel: kernel/softirq.c ksoftirqd (set_user_nice(current, 19)),
-    kernel/sched.c (2.6.0, MaximeChretien/linux-history v2.6.0).  Simplified:
-    the tasks start with no sleep average (a fresh fork's penalties are not
-    modelled) unless given one.
-    """
-    rq = Runqueue(cpu, ncpus)
-    rq.add(Task(f"ksoftirqd/{cpu}", 19, "ksoftirqd"))
-    rq.add(Task("gettimeofday", 0, "cpu"))
-    for t in tasks:
-        rq.add(Task(**t))
-    rq.schedule(0.0)
-    return rq
 
 
 def _every_host_answers(dev: int, addr: int) -> float:
@@ -320,7 +302,7 @@ class Router:
                 gc.enable()
 
 
-class Run:
+class Run(RunSeams):
     """One run of a router: its stage objects and the dispatcher.
 
     The stage objects, all public, are what the run calls for each packet
@@ -386,7 +368,7 @@ class Run:
             self.cache.devices = self.devices
         restarts = 1 if k.softirq == "2.4" else MAX_SOFTIRQ_RESTART
         self.cpus = [Cpu(c, k.hz, r.sysctl["netdev_max_backlog"], r.costs.fn["softirq_entry"],
-                         runqueue(c, r.ncpus, r.tasks) if r.user_task else None, rcu,
+                         loop_runqueue(c, r.ncpus, r.tasks) if r.user_task else None, rcu,
                          self.softnet[c], self.devices, self.ledger, restarts)
                      for c in range(r.ncpus)]
         if tick is not None:
@@ -443,164 +425,6 @@ class Run:
             self.devices[d].host_mask = kind_mask(h.kinds)
         for h in r.local_hosts.values():
             h.start(self, -1)
-
-    # -- what hosts use -----------------------------------------------------------
-    def inject(self, fields: dict, t: float) -> int:
-        """A packet born in the run: it arrives at the router at ``t`` on device
-        ``fields["iif"]``; ``fields`` are its header fields (``PacketTrace``
-        names, all but ``t``).  Returns its index in the current window (-1
-        if it arrives after the window: it is then carried to the next one;
-        -1 too, and nothing happens, if it is born after the end, see
-        :meth:`dispatch`).
-
-        Its array stages are computed as for an offered packet (and cached:
-        they depend on the header and the current hash key only)."""
-        if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
-            raise KnobError("inject t", t, "a finite time >= 0 s")
-        f = {name: fields[name] for name in PacketTrace.DTYPES if name != "t"}
-        if self.over:
-            self.refused_after_end += 1
-            return -1
-        if not self._last_window and t >= self._t_end:
-            self.sch.carry.append(dict(f, t=float(t)))
-            return -1
-        rnd = self.cache.hash_rnd if self.cache is not None else 0
-        key = tuple(v for name, v in f.items() if name != "tag") + (rnd,)
-        vals = self._inject_cache.get(key)
-        if isinstance(vals, tuple):      # primed: a row of a batch (prime_injections)
-            b, i = vals
-            vals = {name: a[i].item() for name, a in self._primed[b].items()}
-            self._inject_cache[key] = vals
-        if vals is None:
-            one = PacketTrace.build(np.array([t]), **f)
-            cols = column_data(one, self._stages(one))
-            vals = {name: np.asarray(a)[0].item() for name, a in cols.items()}
-            self._inject_cache[key] = vals
-        vals = dict(vals)
-        vals["t"] = float(t)
-        vals["tag"] = int(f["tag"])
-        j = self.pk.append(vals)
-        self._born[j] = dict(f, t=float(t))
-        self.sch.born_push(float(t), j)
-        self.ledger.born += 1
-        return j
-
-    def prime_injections(self, fields: dict) -> int:
-        """Work out the array stages of packets a host *may* inject later, all at
-        once (``fields``: equal-length arrays of every ``PacketTrace`` field but
-        ``t`` and ``tag``), so that :meth:`inject` finds them ready instead of
-        running the stages for one packet at a time.  Only a speed-up: the
-        stages are the same.  Returns how many distinct headers were primed."""
-        names = [n for n in PacketTrace.DTYPES if n not in ("t", "tag")]
-        n = len(fields[names[0]]) if names and names[0] in fields else 0
-        if n == 0:
-            return 0
-        tr = PacketTrace.build(np.zeros(n), **{k: fields[k] for k in names})
-        cols = column_data(tr, self._stages(tr))
-        rnd = self.cache.hash_rnd if self.cache is not None else 0
-        rows = zip(*(getattr(tr, k).tolist() for k in names), strict=True)
-        primed = self._primed
-        base = len(primed)
-        primed.append(cols)
-        new = 0
-        for i, row in enumerate(rows):
-            key = row + (rnd,)
-            if key not in self._inject_cache:
-                self._inject_cache[key] = (base, i)
-                new += 1
-        return new
-
-    def header(self, j: int) -> dict:
-        """Packet ``j``'s header fields (``PacketTrace`` names, with ``t`` its
-        arrival at the router), as Python values.  A negative ``j`` names a
-        packet kept past its window or sent by the router's own stack
-        (:meth:`keep_header`, :meth:`ip_output`)."""
-        if j < 0:
-            return dict(self._kept[j])
-        if j >= self.pk.n0:
-            return dict(self._born[j])
-        tr = self.tr
-        return {name: getattr(tr, name)[j].item() for name in PacketTrace.DTYPES}
-
-    def field(self, j: int, name: str):
-        """One header field of packet ``j`` (see :meth:`header`)."""
-        if j < 0:
-            return self._kept[j][name]
-        if j >= self.pk.n0:
-            return self._born[j][name]
-        return getattr(self.tr, name)[j].item()
-
-    # -- local output: a socket on the router's own machine ------------------------
-    def ip_output(self, fields: dict, t: float, owner=None, tag: int = 0,
-                  oif: int | None = None) -> float:
-        """A frame the machine's own stack sends at ``t`` (one IP packet or one
-        fragment: ``fields`` as for :meth:`inject`, ``length`` its IP length);
-        return when its last bit leaves, or NaN if the qdisc was full (the
-        frame is dropped silently, as for a socket without ``IP_RECVERR``).
-
-        Kernel: net/ipv4/ip_output.c ip_queue_xmit / ip_build_xmit ->
-        ip_output -> ip_finish_output2 -> net/core/dev.c dev_queue_xmit
-        (2.4.19, 2.6.20).  The output device is ``oif`` or the FIB's answer
-        for the destination.  The stack's cost from ``ip_output`` to the
-        driver is charged on the device's CPU (ledger row ``ip_output
-        (local)``), and the frame reaches the qdisc when that work is done;
-        the caller charges its own socket layer (:meth:`charge`).  With an
-        ``owner`` (a socket), ``owner.tx_complete(tag, t)`` runs when the
-        frame has left the wire (``sock_wfree``).  A host beyond the device
-        that asked for the frame's kind gets it at its departure time.
-
-        Simplified: no output route cache or neighbour resolution for local
-        frames (the next hop is taken as resolved), and the frame does not
-        queue behind softirq work already waiting on the CPU.
-        """
-        if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
-            raise KnobError("ip_output t", t, "a finite time >= 0 s")
-        f = {name: fields[name] for name in PacketTrace.DTYPES if name != "t"}
-        if oif is None:
-            rt, o, _, _ = self.r.fib.fib_lookup([f["daddr"]], [f["saddr"]], [f["tos"]], [-1])
-            oif = int(o[0])
-        if not 0 <= oif < len(self.devices):
-            raise KnobError("ip_output oif", oif, f"a device index in [0, {len(self.devices) - 1}]"
-                            " (no route to the destination?)")
-        nd = self.devices[oif]
-        fn = self.r.costs.fn
-        w = fn["ip_output"] + fn["dev_queue_xmit"] + fn["hard_start_xmit"]
-        cpu = self.cpus[nd.cpu]
-        cpu.charge(t, w)
-        self.ledger.charge(self._slot_local_out, w)
-        self._mib["OutRequests"] += 1
-        speed = self.r.devices[oif].speed
-        wire = float(_costs.wire_bytes(int(f["length"]))) * 8.0 / speed if speed > 0 else 0.0
-        dep = nd.dev_queue_xmit(t + w, wire, None, owner, tag)
-        if dep != dep:
-            return dep
-        nd.tx_packets += 1
-        if nd.host_mask and (nd.host_mask >> int(f["kind"])) & 1:
-            self.sch.deliver_at(dep, nd.host, self.keep_header(dict(f, t=float(t))))
-        return dep
-
-    def charge(self, fn: str, seconds: float, t: float, cpu: int = 0) -> None:
-        """``seconds`` of CPU work done by kernel function or task ``fn`` at
-        ``t`` on CPU ``cpu`` (a profile row of that name; the CPU is busy for
-        it from ``t`` or when it is next free).  For hosts that run on the
-        router's own machine: a socket's ``sendmsg``, a task's user time."""
-        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds)) or seconds < 0:
-            raise KnobError(f"charge {fn} seconds", seconds, "a finite number >= 0")
-        if not (isinstance(cpu, int) and 0 <= cpu < len(self.cpus)):
-            raise KnobError(f"charge {fn} cpu", cpu, f"an integer in [0, {len(self.cpus) - 1}]")
-        k = self._host_slots.get(fn)
-        if k is None:
-            k = self._host_slots[fn] = self.ledger.slot(fn)
-        self.ledger.charge(k, seconds)
-        self.cpus[cpu].charge(t, seconds)
-
-    def keep_header(self, j) -> int:
-        """Keep packet ``j``'s header (a dict: as given) past its window; return
-        the negative index :meth:`header` knows it by."""
-        h = j if isinstance(j, dict) else (self.header(j) if j >= 0 else self._kept[j])
-        k = -1 - len(self._kept)
-        self._kept[k] = h
-        return k
 
     # -- the clock's runner: a kernel timer runs as softirq work on its CPU --------
     def run_timer(self, timer: Timer, due: float) -> None:
@@ -819,11 +643,6 @@ class Run:
         if sch.rec_next <= tt:
             sch.set_rec_next(self._record_until(tt, sch.rec_next))
 
-    def deliver_at(self, t: float, host, j: int) -> None:
-        """``host.deliver(j, t)`` at ``t``: the dispatcher calls it in its time
-        order (see :meth:`events_until`)."""
-        self.sch.deliver_at(t, host, j)
-
     # -- the neighbour layer: output, its callbacks (the table's sink), ARP ----------
     def _neigh_output(self, j: int, e, now: float) -> int:
         """ip_finish_output2 -> neigh_resolve_output for packet ``j`` whose
@@ -927,13 +746,6 @@ class Run:
         s = self.arp.arp_rcv(d, sip, ("lladdr", sip), now) - self.r.costs.fn["arp_rcv"]
         if s > 0:
             self.cpus[self.devices[d].cpu].charge(now, s)
-
-    def _host_labels(self):
-        """(label, host) of every host: the device name, or ``local/<proto>``."""
-        r = self.r
-        out = [(r.devices[d].name, h) for d, h in r.hosts.items()]
-        out += [(f"local/{p}", h) for p, h in r.local_hosts.items()]
-        return out
 
     # -- windows ------------------------------------------------------------------------
     def _edges(self) -> np.ndarray:

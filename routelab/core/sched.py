@@ -43,7 +43,7 @@ __all__ = [
     "HZ", "NSEC_PER_JIFFY", "MAX_RT_PRIO", "MAX_PRIO", "MIN_TIMESLICE", "MAX_TIMESLICE",
     "AVG_TIMESLICE", "MAX_BONUS", "MAX_SLEEP_AVG", "NS_MAX_SLEEP_AVG", "STARVATION_LIMIT",
     "INTERACTIVE_DELTA", "CREDIT_LIMIT", "ON_RUNQUEUE_WEIGHT", "KINDS",
-    "task_timeslice", "current_bonus", "effective_prio", "delta", "task_interactive",
+    "loop_runqueue", "task_timeslice", "current_bonus", "effective_prio", "delta", "task_interactive",
     "just_interactive_sleep", "timeslice_granularity",
     "Task", "PrioArray", "Runqueue", "simulate",
 ]
@@ -670,3 +670,23 @@ def simulate(rq: Runqueue, until_ms: int, *, start_ms: int = 0,
             cur.burst_left -= 1
         if check:
             rq.check()
+
+
+def loop_runqueue(cpu: int, ncpus: int, tasks: list) -> Runqueue:
+    """CPU ``cpu``'s O(1) runqueue for a run with a user task: ksoftirqd
+    (nice 19, asleep), the gettimeofday loop (nice 0, CPU-bound) and the
+    further ``tasks``, with the loop current at time 0.
+
+    Kernel: kernel/softirq.c ksoftirqd (set_user_nice(current, 19)),
+    kernel/sched.c (2.6.0, MaximeChretien/linux-history v2.6.0) -- as a
+    run with ``Router(user_task=True)`` builds it.  Simplified:
+    the tasks start with no sleep average (a fresh fork's penalties are not
+    modelled) unless given one.
+    """
+    rq = Runqueue(cpu, ncpus)
+    rq.add(Task(f"ksoftirqd/{cpu}", 19, "ksoftirqd"))
+    rq.add(Task("gettimeofday", 0, "cpu"))
+    for t in tasks:
+        rq.add(Task(**t))
+    rq.schedule(0.0)
+    return rq
