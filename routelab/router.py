@@ -40,7 +40,7 @@ from .core.dst import DstEntry, dst_set_expires
 from .core.neighbour import NEIGH_DROP, NEIGH_QUEUED
 from .core.rcu import Rcu
 from .core.sched import Runqueue, Task
-from .core.skbuff import KIND, PacketTrace, ip_to_int
+from .core.skbuff import KIND, PACKET_SPECS, PacketTrace, ip_to_int
 from .core.softirq import MAX_SOFTIRQ_RESTART, Cpu, TimerTick
 from .errors import KnobError
 from .hardware import CpuProfile, cpu_profile
@@ -446,14 +446,17 @@ class Run:
     def inject(self, fields: dict, t: float) -> int:
         """A packet born in the run: it arrives at the router at ``t`` on device
         ``fields["iif"]``; ``fields`` are its header fields (``PacketTrace``
-        names, all but ``t``).  Returns its index in the current window (-1
-        if it arrives after the window: it is then carried to the next one).
+        names but ``t``; a field left out takes its default).  Returns its
+        index in the current window (-1 if it arrives after the window: it is
+        then carried to the next one).
 
         Its array stages are computed as for an offered packet (and cached:
         they depend on the header and the current hash key only)."""
         if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
             raise KnobError("inject t", t, "a finite time >= 0 s")
-        f = {name: fields[name] for name in PacketTrace.DTYPES if name != "t"}
+        dflt = PacketTrace.DEFAULTS
+        f = {name: fields[name] if name in fields else dflt[name]
+             for name in PacketTrace.DTYPES if name != "t"}
         if not self._last_window and t >= self._t_end:
             self._carry.append(dict(f, t=float(t)))
             return -1
@@ -480,15 +483,16 @@ class Run:
 
     def prime_injections(self, fields: dict) -> int:
         """Work out the array stages of packets a host *may* inject later, all at
-        once (``fields``: equal-length arrays of every ``PacketTrace`` field but
-        ``t`` and ``tag``), so that :meth:`inject` finds them ready instead of
-        running the stages for one packet at a time.  Only a speed-up: the
+        once (``fields``: equal-length arrays of ``PacketTrace`` fields but
+        ``t`` and ``tag``; the others take their defaults), so that
+        :meth:`inject` finds them ready instead of running the stages for one
+        packet at a time.  Only a speed-up: the
         stages are the same.  Returns how many distinct headers were primed."""
         names = [n for n in PacketTrace.DTYPES if n not in ("t", "tag")]
         n = len(fields[names[0]]) if names and names[0] in fields else 0
         if n == 0:
             return 0
-        tr = PacketTrace.build(np.zeros(n), **{k: fields[k] for k in names})
+        tr = PacketTrace.build(np.zeros(n), **{k: fields[k] for k in names if k in fields})
         cols = column_data(tr, self._stages(tr))
         rnd = self.cache.hash_rnd if self.cache is not None else 0
         rows = zip(*(getattr(tr, k).tolist() for k in names), strict=True)
@@ -808,7 +812,7 @@ class Run:
         for d, h in r.hosts.items():
             spare += int(np.count_nonzero(
                 (p["oif"] == d) & ((kind_mask(h.kinds) >> tr.kind.astype(np.int64)) & 1)))
-        pk = Packets(column_data(tr, p), spare + len(self._carry), O_MISSED)
+        pk = Packets(column_data(tr, p), PACKET_SPECS, spare + len(self._carry), O_MISSED)
         # the hot columns now live in flat arrays; free the ones nothing reads again
         for name in [c for c in p if c not in ("cls", "oif", "nfrag", "napi", "fwd_cost",
                                                 "out_cost", "route_hit_cost")]:
