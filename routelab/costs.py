@@ -73,6 +73,7 @@ PATH: dict[str, float] = {
     "hard_start_xmit": 350.0,    # ASSUMED: driver TX: descriptor setup, doorbell
     "tx_complete": 300.0,        # ASSUMED: TX clean + kfree_skb + dst_release (NAPI amortised)
     "tx_irq": 500.0,             # ASSUMED: extra per-packet TX-done interrupt on 2.4 non-NAPI drivers
+    "skb_checksum_help": 100.0,  # ASSUMED: skb_checksum_help's fixed part: offset checks, csum_fold, the 16-bit store; the sum is per byte (csum_s_per_byte)
     "kfree_skb": 150.0,          # ASSUMED: freeing a dropped skb
     "ip_local_deliver": 250.0,   # ASSUMED
     "icmp_rcv": 200.0,           # ASSUMED: echo request handling
@@ -141,6 +142,11 @@ COMPOSITION: dict[str, tuple[str, ...]] = {
     # a packet for the router itself: delivered, answered (echo), sent, completed
     "local": ("ip_local_deliver", "icmp_rcv", "icmp_send", "ip_output", "dev_queue_xmit",
               "hard_start_xmit", "tx_complete"),
+    # dev_queue_xmit finishing a CHECKSUM_PARTIAL packet's checksum in software
+    # because the output device has no checksum feature for it: the fixed part;
+    # csum_partial over the bytes from the transport header to the end is extra,
+    # per byte (CostTable.csum_s_per_byte; routelab.ipv4.ip_output.skb_checksum_help)
+    "csum_help": ("skb_checksum_help",),
 }
 
 
@@ -176,6 +182,12 @@ class CostTable:
     ``fn[name]`` is the time one call of kernel function ``name`` takes
     (fixed path plus its cold misses); ``copy_s_per_byte`` and
     ``csum_s_per_byte`` price per-byte work; ``miss_s`` one cache miss.
+
+    ``csum_s_per_byte`` is ``1 / CpuProfile.csum_bw``: the Internet checksum
+    (csum_partial) alone, no copy.  Its only measured anchor is Vlasenko's
+    Celeron 1200 (LKML, Oct 2002: ~704 cycles per KB, data in cache); the
+    other CPUs' ``csum_bw`` are assumptions scaled from it
+    (:mod:`routelab.hardware`).  ``copy_s_per_byte`` is ``1 / copy_bw``.
     """
 
     cpu: CpuProfile

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from .errors import KnobError
 
-__all__ = ["CpuProfile", "NicProfile", "CPUS", "NICS", "cpu_profile", "nic_profile"]
+__all__ = ["CpuProfile", "NicProfile", "CPUS", "NICS", "cpu_profile", "nic_profile",
+           "NETIF_F", "netdev_features", "features_mask"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,74 @@ CPUS: dict[str, CpuProfile] = {p.name: p for p in [
 ]}
 
 
+# Device feature bits, dev->features.  Kernel: include/linux/netdevice.h
+# NETIF_F_* (2.6.20, sagsango/linux-2.6.20); the GSO types sit above bit 16
+# (NETIF_F_GSO_SHIFT) as SKB_GSO_* of include/linux/skbuff.h: TCPV4 1, UDP 2,
+# DODGY 4, TCP_ECN 8, TCPV6 16.  2.4.24 and 2.6.0 (MaximeChretien/linux-history)
+# have SG..VLAN_CHALLENGED with the same values (2.4.24 also DYNALLOC 16); 2.6.0's
+# TSO is 2048, the bit 2.6.20 gives to GSO.  The model keeps names, not 2.6.0
+# bit values: "TSO" means the device segments TCP in either kernel.
+NETIF_F: dict[str, int] = {
+    "SG": 1,               # scatter/gather: skbs with page frags need no linearising
+    "IP_CSUM": 2,          # checksums TCP/UDP over IPv4 only
+    "NO_CSUM": 4,          # needs no checksum at all (loopback, a reliable hop)
+    "HW_CSUM": 8,          # checksums every packet
+    "HIGHDMA": 32,         # DMA from high memory
+    "FRAGLIST": 64,        # frag_list skbs
+    "HW_VLAN_TX": 128,
+    "HW_VLAN_RX": 256,
+    "HW_VLAN_FILTER": 512,
+    "VLAN_CHALLENGED": 1024,
+    "GSO": 2048,           # software GSO
+    "LLTX": 4096,          # lockless TX: the driver takes its own lock
+    "TSO": 1 << 16,        # SKB_GSO_TCPV4 << 16
+    "UFO": 2 << 16,        # SKB_GSO_UDP << 16
+    "GSO_ROBUST": 4 << 16,  # SKB_GSO_DODGY << 16
+    "TSO_ECN": 8 << 16,    # SKB_GSO_TCP_ECN << 16
+    "TSO6": 16 << 16,      # SKB_GSO_TCPV6 << 16
+}
+#: NETIF_F_GEN_CSUM (NO_CSUM | HW_CSUM) and NETIF_F_ALL_CSUM (GEN_CSUM | IP_CSUM)
+NETIF_F_GEN_CSUM = NETIF_F["NO_CSUM"] | NETIF_F["HW_CSUM"]
+NETIF_F_ALL_CSUM = NETIF_F_GEN_CSUM | NETIF_F["IP_CSUM"]
+
+
+def netdev_features(spec) -> frozenset:
+    """A device's feature set from ``"SG,IP_CSUM,..."`` (names of
+    :data:`NETIF_F`, without the ``NETIF_F_`` prefix, case and spaces
+    ignored), ``"none"`` or ``""`` (no features), or an iterable of names.
+
+    Raises
+    ------
+    KnobError
+        A name that is not a 2.6.20 feature.
+    """
+    if isinstance(spec, str):
+        names = [x.strip().upper() for x in spec.split(",")]
+        names = [x for x in names if x]
+        if names == ["NONE"]:
+            names = []
+    else:
+        try:
+            names = [str(x).strip().upper() for x in spec]
+        except TypeError:
+            raise KnobError("features", spec, "names from " + ", ".join(NETIF_F)
+                            + " joined by commas, or 'none'") from None
+    names = [x[len("NETIF_F_"):] if x.startswith("NETIF_F_") else x for x in names]
+    bad = [x for x in names if x not in NETIF_F]
+    if bad:
+        raise KnobError("features", spec if isinstance(spec, str) else sorted(bad),
+                        "names from " + ", ".join(NETIF_F) + " joined by commas, or 'none'")
+    return frozenset(names)
+
+
+def features_mask(features) -> int:
+    """``dev->features`` as the kernel's bit mask (see :func:`netdev_features`)."""
+    m = 0
+    for name in netdev_features(features):
+        m |= NETIF_F[name]
+    return m
+
+
 @dataclass(frozen=True, slots=True)
 class NicProfile:
     """One network card and its driver.
@@ -130,7 +199,10 @@ class NicProfile:
     weight : int
         NAPI poll weight.
     features : frozenset[str]
-        ``NETIF_F_*`` feature flags (story 4).
+        ``NETIF_F_*`` feature flags (:data:`NETIF_F` names; may be given as
+        ``"SG,IP_CSUM"`` or ``"none"``, see :func:`netdev_features`).  What
+        ``dev_queue_xmit`` reads of them: the checksum bits
+        (:func:`routelab.ipv4.ip_output.dev_queue_xmit_csum`).
     source : str
     kind : str
         ``"ether"`` (a NIC and its wire), ``"pair"`` (one end of a veth/etun
@@ -148,22 +220,49 @@ class NicProfile:
     source: str
     kind: str = "ether"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", netdev_features(self.features))
+
+    @property
+    def features_mask(self) -> int:
+        """``dev->features`` as a bit mask."""
+        return features_mask(self.features)
+
 
 NICS: dict[str, NicProfile] = {p.name: p for p in [
-    NicProfile("e100", 100e6, False, 64, 64, 3 * 1024, 16, frozenset({"IP_CSUM", "SG"}),
+    # features: drivers/net/e100/e100_main.c e100_found1 (2.4.24,
+    # MaximeChretien/linux-history) sets SG, IP_CSUM and the VLAN offloads only on
+    # chips with the IP checksum block (USE_IPCB: revision >= D102, 82550/82551),
+    # none otherwise.  ASSUMED: story 1's card is an older 82557/8/9 -> none.
+    NicProfile("e100", 100e6, False, 64, 64, 3 * 1024, 16, "none",
                "Intel EtherExpress Pro/100 with the 2.4 e100 driver: interrupt per "
                "packet, netif_rx. Ring sizes are the driver's defaults as we recall "
-               "them (unverified); the 3 KB FIFO is an assumption."),
-    NicProfile("e1000", 1e9, True, 256, 256, 48 * 1024, 64, frozenset({"IP_CSUM", "SG"}),
-               "Intel 8254x with the 2.6 e1000 driver: NAPI, weight 64 (kernel.md s7, "
-               "unverified), 256 RX descriptors, 48 KB RX packet buffer (assumed)."),
+               "them (unverified); the 3 KB FIFO is an assumption. No features: a "
+               "pre-82550 chip (ASSUMED)."),
+    # features: drivers/net/e1000/e1000_main.c e1000_probe (2.6.0,
+    # MaximeChretien/linux-history): SG, HW_CSUM and the VLAN offloads on 82543+,
+    # TSO on 82544+ but 82547, HIGHDMA with 64-bit DMA.  ASSUMED: an 82544+ chip
+    # (not 82547) with 64-bit DMA.  (2.6.20 adds LLTX, and TSO6 on newer parts.)
+    NicProfile("e1000", 1e9, True, 256, 256, 48 * 1024, 64,
+               "SG,HW_CSUM,HW_VLAN_TX,HW_VLAN_RX,HW_VLAN_FILTER,TSO,HIGHDMA",
+               "Intel 8254x with the 2.6 e1000 driver: NAPI, weight 64 (e1000 5.2.20-k1, "
+               "2.6.0), 256 RX descriptors, 48 KB RX packet buffer (assumed)."),
+    # features: drivers/net/tg3.c tg3_init_one (2.6.20, sagsango/linux-2.6.20):
+    # SG and IP_CSUM (HW_CSUM on 5755/5787) unless the chip's checksums are
+    # broken, the VLAN offloads, TSO by default only on hardware-TSO chips,
+    # HIGHDMA when the DMA mask allows.  ASSUMED: a hardware-TSO chip other than
+    # 5755/5787, with 64-bit DMA.
     NicProfile("tg3", 1e9, True, 200, 512, 64 * 1024, 64,
-               frozenset({"IP_CSUM", "SG", "HIGHDMA", "TSO"}),
+               "SG,IP_CSUM,HW_VLAN_TX,HW_VLAN_RX,TSO,HIGHDMA",
                "Broadcom Tigon3 (Lezcano's 2007 Xeon box). Ring sizes assumed."),
-    NicProfile("etun", 0.0, False, 0, 0, 0, 64, frozenset(),
+    # features: ASSUMED none.  No copy of etun.c was found (sources.md, story
+    # 4); the closest readable pair devices advertise no checksum offload and no
+    # SG (OpenVZ veth, 2.6.18-ovz) or only LLTX (mainline veth, 2.6.24 era).
+    NicProfile("etun", 0.0, False, 0, 0, 0, 64, "none",
                "etun pair device of 2.6.20-lxc8: no wire, no features by default "
-               "(story 4).", "pair"),
-    NicProfile("dummy", 0.0, False, 0, 0, 0, 64, frozenset(),
+               "(story 4; ASSUMED).", "pair"),
+    # features: drivers/net/dummy.c (2.6.0, 2.6.20) sets none.
+    NicProfile("dummy", 0.0, False, 0, 0, 0, 64, "none",
                "dummy0: discards every packet it is given (Olsson's test sink).", "dummy"),
 ]}
 

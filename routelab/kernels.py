@@ -108,6 +108,14 @@ class KernelProfile:
         every ready callback at once: Sarma's tests compared vanilla 2.6.0 with
         a "throttle-rcu" patch (kernel.md s4), and the limit (maxbatch = 10)
         is what 2.6.11 has.  The ``rcu_maxbatch`` knob overrides it.
+    forward_csum : str
+        What ip_forward does to ``skb->ip_summed``: ``"none"`` sets
+        CHECKSUM_NONE, whatever it was (net/ipv4/ip_forward.c ip_forward,
+        2.4.24 and 2.6.0 in MaximeChretien/linux-history, 2.6.20 in
+        sagsango/linux-2.6.20; 2.0 not checked); ``"partial"`` keeps
+        CHECKSUM_PARTIAL (later kernels' skb_forward_csum; the first version
+        is UNVERIFIED, sources.md story 4).  See
+        :func:`routelab.ipv4.ip_forward.ip_forward_csum`.
     """
 
     name: str
@@ -128,10 +136,13 @@ class KernelProfile:
     neighbours: bool = True
     policy_rules: bool = True
     fib: str = "hash"
+    forward_csum: str = "none"
 
     def __post_init__(self) -> None:
         if self.fib not in ("hash", "trie"):
             raise KnobError(f"kernel {self.name} fib", self.fib, "'hash' or 'trie'")
+        if self.forward_csum not in ("none", "partial"):
+            raise KnobError("forward_csum", self.forward_csum, "'none' or 'partial'")
 
 
 KERNELS: dict[str, KernelProfile] = {p.name: p for p in [

@@ -11,6 +11,11 @@ costs for a whole window of packets at once with numpy, and
 cost per packet (the composition of :data:`routelab.costs.COMPOSITION`).
 The run (:mod:`routelab.router`) then applies them packet by packet, adding
 what depends on state: queues, the route cache, timers.
+
+The trace's fragment fields (``frag_id``, ``frag_off``, ``mf``) change none
+of these verdicts: a forwarded fragment is routed, TTL-tested, copied and
+(if too big for the next link) cut again like a whole datagram of its
+length (ip_forward.py, ip_output.py).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import costs as _costs
-from .core.skbuff import KIND, PacketTrace
+from .core.skbuff import COLUMNS, KIND, PacketTrace
 from .ipv4 import ip_forward as _ipf
 from .ipv4 import ip_input as _ipin
 from .ipv4 import ip_output as _ipout
@@ -31,6 +36,8 @@ __all__ = ["prepare", "classify", "column_data", "C_FWD", "C_HDR", "C_MARTIAN", 
 # packet classes after the array stages (C_ARP: an ARP frame, for arp_rcv)
 C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_REDIR, C_ARP = range(9)
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
+# the run's per-packet input columns (the outputs start from these)
+_PACKET_INPUTS = tuple(c for c in COLUMNS if c.typed is not None and c.src[0] != "run")
 
 
 def prepare(r, cache, tr: PacketTrace) -> dict:
@@ -67,8 +74,11 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     p.update(fw)
     oif_c = np.maximum(oif, 0).astype(np.intp)   # (a plain gather index)
     # (a TX-done interrupt per frame unless the driver polls; a pair device has none)
+    # the checksum state ip_forward leaves, and what the output device does with it
+    summed = _ipf.ip_forward_csum(tr.ip_summed, r.kernel.forward_csum)
+    feats = np.array([d.profile.features_mask for d in devs], dtype=np.int64)
     out = _ipout.ip_output_plan(tr.length, oif, mtu, tr.df, c, r.costs.copy_s_per_byte,
-                                (napi | pair)[oif_c])
+                                (napi | pair)[oif_c], summed, feats, r.costs.csum_s_per_byte)
     p.update(out)
     ser = np.where(speed > 0, 8.0 / np.where(speed > 0, speed, 1.0), 0.0)
     p["wire_s"] = out["wire_bytes"] * ser[oif_c]
@@ -145,11 +155,9 @@ def classify(r, p: dict) -> None:
 
 
 def column_data(tr: PacketTrace, p: dict) -> dict:
-    """The per-packet columns of :class:`~routelab.sim.columns.Packets`, from a
-    trace and its array stages."""
-    return {"t": tr.t, "dev": tr.iif, "key": p["key"], "ik": p["ik"], "h": p["h"],
-            "cls": p["cls"], "cost": p["cost"], "oif": p["oif"], "nfrag": p["nfrag"],
-            "wire": p["wire_s"], "fifo": p["fifo_slots"], "rtype": p["rtype"], "gw": p["gw"],
-            "nrules": p["nrules"], "martian": p["martian"], "saddr": tr.saddr,
-            "iwire": p["icmp_wire_s"], "path_cost": p["path_cost"], "kind": tr.kind,
-            "tag": tr.tag, "proto": tr.proto}
+    """The input columns of the run's :class:`~routelab.sim.columns.Packets`
+    (:data:`~routelab.core.skbuff.PACKET_SPECS`), from a trace and its array
+    stages: each column's source is its row of
+    :data:`~routelab.core.skbuff.COLUMNS`."""
+    return {c.name: getattr(tr, c.src[1]) if c.src[0] == "trace" else p[c.src[1]]
+            for c in _PACKET_INPUTS}

@@ -39,7 +39,7 @@ from .core.dst import DstEntry, dst_release, dst_set_expires
 from .core.neighbour import NEIGH_DROP, NEIGH_QUEUED
 from .core.rcu import Rcu
 from .core.sched import Task, loop_runqueue
-from .core.skbuff import KIND, PacketTrace, ip_to_int
+from .core.skbuff import KIND, PACKET_SPECS, PacketTrace, ip_to_int
 from .core.softirq import MAX_SOFTIRQ_RESTART, Cpu, TimerTick
 from .errors import KnobError
 from .hardware import CpuProfile, cpu_profile
@@ -769,7 +769,7 @@ class Run(RunSeams):
         for d, h in r.hosts.items():
             spare += int(np.count_nonzero(
                 (p["oif"] == d) & ((kind_mask(h.kinds) >> tr.kind.astype(np.int64)) & 1)))
-        pk = Packets(column_data(tr, p), spare + len(self.sch.carry), O_MISSED)
+        pk = Packets(column_data(tr, p), PACKET_SPECS, spare + len(self.sch.carry), O_MISSED)
         # the hot columns now live in flat arrays; free the ones nothing reads again
         for name in [c for c in p if c not in ("cls", "oif", "nfrag", "napi", "fwd_cost",
                                                 "out_cost", "route_hit_cost")]:

@@ -22,6 +22,13 @@ from .prepare import column_data
 __all__ = ["RunSeams"]
 
 
+def _header_fields(fields: dict) -> dict:
+    """Every header field but ``t``, from ``fields`` or its default."""
+    dflt = PacketTrace.DEFAULTS
+    return {name: fields[name] if name in fields else dflt[name]
+            for name in PacketTrace.DTYPES if name != "t"}
+
+
 class RunSeams:
     """The host-facing half of a run (mixed into ``Run``)."""
 
@@ -29,8 +36,9 @@ class RunSeams:
     def inject(self, fields: dict, t: float) -> int:
         """A packet born in the run: it arrives at the router at ``t`` on device
         ``fields["iif"]``; ``fields`` are its header fields (``PacketTrace``
-        names, all but ``t``).  Returns its index in the current window (-1
-        if it arrives after the window: it is then carried to the next one;
+        names but ``t``; a field left out takes its default).  Returns its
+        index in the current window (-1 if it arrives after the window: it is
+        then carried to the next one;
         -1 too, and nothing happens, if it is born after the end, see
         :meth:`dispatch`).
 
@@ -38,7 +46,7 @@ class RunSeams:
         they depend on the header and the current hash key only)."""
         if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
             raise KnobError("inject t", t, "a finite time >= 0 s")
-        f = {name: fields[name] for name in PacketTrace.DTYPES if name != "t"}
+        f = _header_fields(fields)
         if self.over:
             self.refused_after_end += 1
             return -1
@@ -68,15 +76,17 @@ class RunSeams:
 
     def prime_injections(self, fields: dict) -> int:
         """Work out the array stages of packets a host *may* inject later, all at
-        once (``fields``: equal-length arrays of every ``PacketTrace`` field but
-        ``t`` and ``tag``), so that :meth:`inject` finds them ready instead of
-        running the stages for one packet at a time.  Only a speed-up: the
+        once (``fields``: equal-length arrays of ``PacketTrace`` fields but
+        ``t`` and ``tag``; the others take their defaults), so that
+        :meth:`inject` finds them ready instead of running the stages for one
+        packet at a time.  Only a speed-up: the
         stages are the same.  Returns how many distinct headers were primed."""
         names = [n for n in PacketTrace.DTYPES if n not in ("t", "tag")]
         n = len(fields[names[0]]) if names and names[0] in fields else 0
         if n == 0:
             return 0
-        tr = PacketTrace.build(np.zeros(n), **{k: fields[k] for k in names})
+        given = {k: fields[k] for k in names if k in fields}
+        tr = PacketTrace.build(np.zeros(n), **given)
         cols = column_data(tr, self._stages(tr))
         rnd = self.cache.hash_rnd if self.cache is not None else 0
         rows = zip(*(getattr(tr, k).tolist() for k in names), strict=True)
@@ -136,7 +146,7 @@ class RunSeams:
         """
         if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
             raise KnobError("ip_output t", t, "a finite time >= 0 s")
-        f = {name: fields[name] for name in PacketTrace.DTYPES if name != "t"}
+        f = _header_fields(fields)
         if oif is None:
             rt, o, _, _ = self.r.fib.fib_lookup([f["daddr"]], [f["saddr"]], [f["tos"]], [-1])
             oif = int(o[0])

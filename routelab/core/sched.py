@@ -43,7 +43,8 @@ __all__ = [
     "HZ", "NSEC_PER_JIFFY", "MAX_RT_PRIO", "MAX_PRIO", "MIN_TIMESLICE", "MAX_TIMESLICE",
     "AVG_TIMESLICE", "MAX_BONUS", "MAX_SLEEP_AVG", "NS_MAX_SLEEP_AVG", "STARVATION_LIMIT",
     "INTERACTIVE_DELTA", "CREDIT_LIMIT", "ON_RUNQUEUE_WEIGHT", "KINDS",
-    "loop_runqueue", "task_timeslice", "current_bonus", "effective_prio", "delta", "task_interactive",
+    "loop_runqueue", "task_timeslice", "current_bonus", "effective_prio", "delta",
+    "task_interactive",
     "just_interactive_sleep", "timeslice_granularity",
     "Task", "PrioArray", "Runqueue", "simulate",
 ]

@@ -4,12 +4,18 @@ Kernel: net/ipv4/ip_forward.c ip_forward, ip_forward_finish;
 include/net/ip.h ip_decrease_ttl; include/linux/skbuff.h skb_cow
 (2.4.22, 2.6.11).
 
-Order of the checks (2.6.11): TTL <= 1 -> ICMP time exceeded and drop;
+Order of the checks (2.6.11): the checksum state is reset
+(:func:`ip_forward_csum`); TTL <= 1 -> ICMP time exceeded and drop;
 ``skb_cow`` (copy the packet if it is cloned or short of headroom);
 ``ip_decrease_ttl`` (incremental checksum update, no recompute); redirect if
 the packet leaves by the interface it came in on.  The DF + too-big test is
 in ``ip_fragment`` on output (2.6.11; 2.4.22 did it here -- the outcome is
 the same: ICMP fragmentation needed, FragFails).
+
+A packet that is already a fragment (``frag_off`` > 0 or ``mf``) is
+forwarded like any other: the router does not reassemble what it forwards
+(ip_rcv hands it to ip_forward; only ip_local_deliver calls ip_defrag), and
+none of these tests reads the fragment fields.
 
 None of this depends on cache or queue state, so it is computed for all
 packets at once; the per-packet loop charges the cost.
@@ -19,9 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.skbuff import PacketTrace, skb_cow_needed
+from ..core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, PacketTrace, skb_cow_needed
 
-__all__ = ["ip_forward_plan", "ip_decrease_ttl", "FWD_OK", "FWD_TTL", "FWD_FRAG_NEEDED"]
+__all__ = ["ip_forward_plan", "ip_forward_csum", "ip_decrease_ttl", "FWD_OK", "FWD_TTL",
+           "FWD_FRAG_NEEDED"]
 
 FWD_OK, FWD_TTL, FWD_FRAG_NEEDED = 0, 1, 2
 
@@ -45,6 +52,33 @@ def ip_decrease_ttl(check, ttl):
     new = check + np.uint32(0x0100)
     new = (new + (new >= 0xFFFF)) & np.uint32(0xFFFF)
     return new.astype(np.uint16), (np.asarray(ttl, dtype=np.int32) - 1).astype(np.uint8)
+
+
+def ip_forward_csum(ip_summed, forward_csum: str = "none") -> np.ndarray:
+    """``skb->ip_summed`` after ip_forward, for every packet.
+
+    Kernel: net/ipv4/ip_forward.c ip_forward (2.4.24, 2.6.0: MaximeChretien/
+    linux-history; 2.6.20: sagsango/linux-2.6.20).  Before the TTL test the
+    forward path throws away the checksum state it was given: whatever the
+    receiving device verified, and a CHECKSUM_PARTIAL packet's promise that
+    someone will still fill in the transport checksum.  So a forwarded packet
+    always leaves CHECKSUM_NONE and dev_queue_xmit never completes its
+    checksum.  The 2.6.20 trap (sources.md, story 4): a pair device that
+    advertised NO_CSUM/HW_CSUM would hand the host CHECKSUM_PARTIAL skbs from a
+    container whose TCP checksum was never computed; after ip_forward nobody
+    computes it, and the segment leaves with a bad checksum.
+
+    ``forward_csum="partial"`` is the later behaviour (skb_forward_csum keeps
+    CHECKSUM_PARTIAL; first version UNVERIFIED), under which dev_queue_xmit
+    may have to call skb_checksum_help
+    (:func:`routelab.ipv4.ip_output.dev_queue_xmit_csum`).  Simplified: the
+    other states become CHECKSUM_NONE, the only difference dev_queue_xmit
+    makes.
+    """
+    s = np.asarray(ip_summed, dtype=np.uint8)
+    if forward_csum == "partial":
+        return np.where(s == CHECKSUM_PARTIAL, CHECKSUM_PARTIAL, CHECKSUM_NONE).astype(np.uint8)
+    return np.full(s.shape, CHECKSUM_NONE, dtype=np.uint8)
 
 
 def ip_forward_plan(tr: PacketTrace, oif, mtu, cost: dict, copy_s_per_byte: float,

@@ -227,7 +227,7 @@ class IpFragment:
 
 
 def ip_fragment(
-    dgram: IpDatagram, mtu: int, order: str = "ascending", ihl: int = IP_MIN_IHL
+    dgram: IpDatagram | IpFragment, mtu: int, order: str = "ascending", ihl: int = IP_MIN_IHL
 ) -> list[IpFragment]:
     """Cut ``dgram`` into fragments that fit ``mtu``.
 
@@ -236,6 +236,14 @@ def ip_fragment(
     builds the highest offset first).  Sizes come from :func:`fragment_plan`.
 
     A datagram that fits is returned as one packet with offset 0 and MF clear.
+
+    ``dgram`` may itself be a fragment (a router forwarding it to a link with a
+    smaller MTU): the pieces start at its offset, and if it had MF set every
+    piece has MF, the last one included; if it was the last fragment, only
+    its last piece has MF clear.  Kernel: net/ipv4/ip_output.c ip_fragment
+    (2.6.20, sagsango/linux-2.6.20; 2.4.24 the same): the starting offset is
+    read from iph->frag_off, and MF is kept "on each bit" when the fragment
+    being cut is not the last.  A fragment that fits is returned unchanged.
 
     Raises
     ------
@@ -250,14 +258,19 @@ def ip_fragment(
     plan = fragment_plan(len(dgram.payload), mtu, ihl)
     if dgram.df and int(plan.n_frags[()]) > 1:
         raise FragmentNeeded(mtu, ihl + len(dgram.payload))
+    refrag = isinstance(dgram, IpFragment)
+    if refrag and int(plan.n_frags[()]) == 1:
+        return [dgram]
+    base = dgram.offset if refrag else 0
+    not_last = dgram.more_fragments if refrag else False
     sizes = plan.payload_sizes()
     frags = []
     offset = 0
     for i, size in enumerate(sizes):
         frags.append(
             IpFragment(
-                dgram.id, dgram.saddr, dgram.daddr, dgram.proto, offset,
-                i < len(sizes) - 1, dgram.payload[offset : offset + size],
+                dgram.id, dgram.saddr, dgram.daddr, dgram.proto, base + offset,
+                i < len(sizes) - 1 or not_last, dgram.payload[offset : offset + size],
                 ttl=dgram.ttl, df=dgram.df, ihl=ihl,
             )
         )  # fmt: skip

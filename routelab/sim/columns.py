@@ -13,6 +13,10 @@ with :meth:`Packets.append`; the columns grow by doubling when they are
 full (the views are rebound, so a stage holding the ``Packets`` object sees
 the new columns).
 
+Which columns there are, and their types, is the model's business: the
+run gives :class:`Packets` the column specs (``core.skbuff.PACKET_SPECS``,
+from the one table of packet columns); ``sim`` knows no packet field.
+
 Model, not kernel: the kernel's skbs are linked objects; these are the
 simulator's arrays of them.
 """
@@ -24,20 +28,9 @@ from array import array
 import cython
 import numpy as np
 
-__all__ = ["Packets", "COLUMNS", "vec", "column", "array_copy", "col_np", "COLUMN_DTYPE"]
+__all__ = ["Packets", "vec", "column", "array_copy", "col_np", "COLUMN_DTYPE"]
 
 COLUMN_DTYPE = {"d": np.float64, "q": np.int64, "Q": np.uint64}   # array.array codes
-
-#: every column of :class:`Packets`: name -> array.array type code
-#: (hot inputs first, then the rarely read inputs, then the outputs)
-COLUMNS = {
-    "t": "d", "dev": "q", "key": "Q", "ik": "q", "h": "q", "cls": "q", "cost": "d",
-    "oif": "q", "nfrag": "q", "wire": "d", "fifo": "q",
-    "rtype": "q", "gw": "q", "nrules": "q", "martian": "q", "saddr": "q", "iwire": "d",
-    "path_cost": "d", "kind": "q", "tag": "q", "proto": "q",
-    "t_start": "d", "t_depart": "d",
-}
-OUTPUTS = ("t_start", "t_depart")
 
 
 def vec(code: str, values) -> list | array:
@@ -85,14 +78,21 @@ def col_np(col, n: int) -> np.ndarray:
 
 
 class Packets:
-    """One window's packets as columns (see :data:`COLUMNS`).
+    """One window's packets as columns.
 
     Parameters
     ----------
     data : dict
         ``{column: numpy array}`` for every input column (the array stages'
-        results); ``t_start`` starts as the arrival time, ``t_depart`` as
-        NaN, every outcome as ``initial_outcome``.
+        results).
+    specs : dict
+        The columns: ``{name: (type code, start)}`` (the model's
+        ``core.skbuff.PACKET_SPECS``): ``start`` is ``None`` for an input
+        (taken from ``data``), a column name for an output that starts as a
+        copy of that input (the service start: the arrival time), or a value
+        an output starts filled with (the departure: NaN).  Compiled, every
+        column is read through the typed view of its name declared in
+        ``columns.pxd``.
     spare : int
         Room for this many packets born during the run before the columns
         have to grow.
@@ -107,24 +107,31 @@ class Packets:
     cols : dict       ``{column: the column object}`` (what the views read)
     """
 
-    def __init__(self, data: dict, spare: int = 0, initial_outcome: int = 0) -> None:
+    def __init__(self, data: dict, specs: dict, spare: int = 0,
+                 initial_outcome: int = 0) -> None:
         n0 = len(data["t"])
         self.n0 = n0
         self.cap = n0 + spare
         self.outcome = bytearray([initial_outcome]) * n0
         self._initial = initial_outcome
+        self.specs = specs
+        self._inputs = tuple(name for name, (_, start) in specs.items() if start is None)
+        self._copies = tuple((name, start) for name, (_, start) in specs.items()
+                             if isinstance(start, str))
+        self._fills = tuple((name, start) for name, (_, start) in specs.items()
+                            if start is not None and not isinstance(start, str))
         self.cols = {}
-        for name, code in COLUMNS.items():
-            if name == "t_start":
-                src = data["t"]
+        for name, (code, start) in specs.items():
+            if start is None:
+                self.cols[name] = column(data[name], code, spare)
+            elif isinstance(start, str):
+                src = data[start]
                 # (always a copy: the run writes it)
                 self.cols[name] = array_copy(src, code, spare) if cython.compiled \
                     else column(src, code, spare)
-            elif name == "t_depart":
-                self.cols[name] = array(code, [float("nan")]) * (n0 + spare) \
-                    if cython.compiled else [float("nan")] * (n0 + spare)
             else:
-                self.cols[name] = column(data[name], code, spare)
+                self.cols[name] = array(code, [start]) * (n0 + spare) \
+                    if cython.compiled else [start] * (n0 + spare)
         self._bind()
 
     @property
@@ -133,21 +140,15 @@ class Packets:
         return len(self.outcome)
 
     def _bind(self) -> None:
-        c = self.cols
-        self.t, self.dev, self.key, self.ik, self.h = c["t"], c["dev"], c["key"], c["ik"], c["h"]
-        self.cls, self.cost, self.oif, self.nfrag = c["cls"], c["cost"], c["oif"], c["nfrag"]
-        self.wire, self.fifo = c["wire"], c["fifo"]
-        self.rtype, self.gw, self.nrules, self.martian = (c["rtype"], c["gw"], c["nrules"],
-                                                          c["martian"])
-        self.saddr, self.iwire, self.path_cost = c["saddr"], c["iwire"], c["path_cost"]
-        self.kind, self.tag, self.proto = c["kind"], c["tag"], c["proto"]
-        self.t_start, self.t_depart = c["t_start"], c["t_depart"]
+        # (compiled, each attribute is the typed view columns.pxd declares)
+        for name, col in self.cols.items():
+            setattr(self, name, col)
 
     def _grow(self) -> None:
         """Double the room for packets born in the run (new columns, rebound)."""
         n = self.n
         cap = max(2 * self.cap, n + 16)
-        for name, code in COLUMNS.items():
+        for name, (code, _) in self.specs.items():
             old = self.cols[name]
             if isinstance(old, list):
                 old.extend([0] * (cap - len(old)))
@@ -158,17 +159,19 @@ class Packets:
 
     def append(self, values: dict) -> int:
         """A packet born in the run, with every input column given in
-        ``values``; returns its index.  It starts like an offered one: its
-        service start is its arrival, no departure, the initial outcome."""
+        ``values``; returns its index.  It starts like an offered one: each
+        output starts as for an offered packet (its service start is its
+        arrival, no departure), the initial outcome."""
         j = self.n
         if j >= self.cap:
             self._grow()
         cols = self.cols
-        for name in COLUMNS:
-            if name not in ("t_start", "t_depart"):
-                cols[name][j] = values[name]
-        cols["t_start"][j] = values["t"]
-        cols["t_depart"][j] = float("nan")
+        for name in self._inputs:
+            cols[name][j] = values[name]
+        for name, src in self._copies:
+            cols[name][j] = values[src]
+        for name, x in self._fills:
+            cols[name][j] = x
         self.outcome.append(self._initial)
         return j
 

@@ -296,3 +296,25 @@ def test_evictor_keeps_the_newest_queues():
     assert r.evicted > 0 and r.snmp["ReasmFails"] == r.evicted
     ids = [k[0] for k in r.queue_keys()]
     assert ids == list(range(60 - len(ids), 60))
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(0, 9000), mtu1=st.integers(600, 4000), mtu2=st.integers(68, 1500))
+def test_refragmenting_fragments_keeps_offsets_and_mf_and_reassembles(size, mtu1, mtu2):
+    # a router cutting the fragments again for a smaller MTU (ip_fragment on a
+    # fragment: offsets continue from the fragment's, MF kept unless it was last)
+    payload = bytes(range(256)) * (size // 256 + 1)
+    dgram = IpDatagram(7, 1, 2, 17, payload[:size])
+    first = ip_fragment(dgram, mtu1)
+    second = [g for f in first for g in ip_fragment(f, mtu2)]
+    for f in first:
+        pieces = ip_fragment(f, mtu2)
+        assert pieces[0].offset == f.offset
+        assert all(p.more_fragments for p in pieces[:-1])
+        assert pieces[-1].more_fragments == f.more_fragments
+        assert b"".join(p.payload for p in pieces) == f.payload
+        assert all(p.offset % 8 == 0 and p.wire_size <= max(mtu2, f.wire_size) for p in pieces)
+    assert sum(not g.more_fragments for g in second) == 1
+    r = IpDefrag()
+    done = [d for d in (r.ip_defrag(g, 0.0) for g in reversed(second)) if d is not None]
+    assert len(done) == 1 and done[0].payload == dgram.payload
