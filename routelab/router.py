@@ -68,6 +68,7 @@ from .prepare import (
 from .result import OUTCOMES, DeviceInfo, Result, RunConfig
 from .result.accumulate import Accumulator
 from .result.counters import Counters
+from .result.samples import Samples
 from .seams import RunSeams
 from .sim.clock import Clock, Timer
 from .sim.columns import Packets
@@ -100,9 +101,6 @@ KEEP_TIMES_MAX = 4_000_000
 # CPU's own stream prefetcher falls behind.  A hint only (see route.pxd);
 # 64-256 measured alike (mixed: ~14 % faster, hit ~6 %, paired runs).
 _COL_AHEAD = 128
-# the route-cache and neighbour-table sample columns (Result.cache)
-_SAMPLES = ("entries", "hashed", "garbage", "rcu_pending", "expire", "equilibrium", "rover",
-            "neigh_entries", "neigh_incomplete")
 # An ARP request for a host that exists is answered this long after it left.
 # ASSUMED: a PC's ARP reply on a 100 Mbit/s LAN (frame times ~7 us each way,
 # the host's interrupt and arp_rcv): 0.2 ms.
@@ -406,7 +404,7 @@ class Run(RunSeams):
         self.counters = Counters(len(r.devices), r.ncpus, [dd.cpu for dd in r.devices],
                                  K_HDR, K_ARP)
         self._mib = self.counters.mib    # (ip_output counts OutRequests)
-        self._rec = {k: [] for k in ("t",) + _SAMPLES}
+        self.samples = Samples()
         self.sch = Schedule(0.0)         # born packets, deliveries, samples
         self.over = False                # past the end: hosts' reactions bear nothing
         self.refused_after_end = 0
@@ -810,27 +808,7 @@ class Run(RunSeams):
         return math.inf if rec_next > self.duration else rec_next
 
     def _record(self, t: float) -> None:
-        rec = self._rec
-        rec["t"].append(t)
-        cache = self.cache
-        if cache is None:
-            for kk in _SAMPLES:
-                rec[kk].append(0)
-            return
-        rec["entries"].append(cache.dst.entries)
-        rec["hashed"].append(cache.hashed)
-        rec["garbage"].append(len(cache.dst.garbage))
-        rec["rcu_pending"].append(cache.rcu.pending)
-        rec["expire"].append(cache.expire / cache.hz)
-        rec["equilibrium"].append(cache.equilibrium)
-        rec["rover"].append(cache.rover)
-        if self.arp is not None:
-            tbl = self.arp.tbl
-            rec["neigh_entries"].append(tbl.entries)
-            rec["neigh_incomplete"].append(tbl.incomplete())
-        else:
-            rec["neigh_entries"].append(0)
-            rec["neigh_incomplete"].append(0)
+        self.samples.record(t, self.cache, self.arp)
 
     def _finish(self, acc: Accumulator, n_offered: int) -> Result:
         r = self.r
@@ -865,7 +843,7 @@ class Run(RunSeams):
                     if self.arp is not None else "")
         neigh_log = self.arp.tbl.log if self.arp is not None else None
         res = Result.assemble(r.config(), self.duration, acc, n_offered, counters,
-                              [c.ivlog for c in cpus], self.bin_s, self._rec,
+                              [c.ivlog for c in cpus], self.bin_s, self.samples.rec,
                               self.ledger.profile(), self.pings.rtt, self.cache)
         # the run's objects refer to one another (the clock's runner, the
         # timers' handlers, hosts): drop the large parts now rather than when
