@@ -49,7 +49,7 @@ from .ipv4.arp import Arp
 from .ipv4.fib import Fib
 from .ipv4.icmp import ICMP_DEST_UNREACH, ICMP_TIME_EXCEEDED, Icmp
 from .ipv4.ip_input import ip_local_deliver
-from .ipv4.route import RouteCache, ip_error, ip_rt_send_redirect, rt_hash_size
+from .ipv4.route import RouteCache, ip_error, ip_rt_send_redirect
 from .kernels import KernelProfile, kernel_profile
 from .prepare import (
     C_ARP,
@@ -74,7 +74,7 @@ from .sim.clock import Clock, Timer
 from .sim.columns import Packets
 from .sim.ledger import NO_DROP, Ledger
 from .sim.schedule import Schedule
-from .sysctl import SYSCTLS
+from .sysctl import resolve_sysctl
 from .traffic import MAX_PACKETS, TraceWindows
 
 __all__ = ["Device", "Router", "Run", "OUTCOMES"]
@@ -223,31 +223,8 @@ class Router:
                 raise KnobError("arp_static device", dev,
                                 f"a device index in [0, {len(devices) - 1}]")
             self.arp_static.append((dev, ip_to_int(addr) if isinstance(addr, str) else int(addr)))
-        self.sysctl = self._resolve_sysctl(sysctl or {})
+        self.sysctl = resolve_sysctl(self.kernel, sysctl or {})
         self.costs = _costs.cost_table(self.cpu, cost_overrides)
-
-    def _resolve_sysctl(self, given: dict) -> dict:
-        out = {}
-        for name, val in given.items():
-            if name not in SYSCTLS:
-                raise KnobError(name, val, "a known sysctl: " + ", ".join(sorted(SYSCTLS)))
-            out[name] = SYSCTLS[name].validate(val) if val is not None else None
-        for name, k in SYSCTLS.items():
-            if out.get(name) is None:
-                out[name] = k.default
-        buckets = rt_hash_size(out["ram_mb"], out["rhash_entries"])
-        out["rt_buckets"] = buckets
-        if out["gc_thresh"] is None:
-            out["gc_thresh"] = buckets
-        if out["max_size"] is None:
-            out["max_size"] = max(16 * buckets, buckets)
-        if out["gc_min_interval"] is None:
-            out["gc_min_interval"] = self.kernel.gc_min_interval
-        if out["rcu_maxbatch"] is None:
-            out["rcu_maxbatch"] = self.kernel.rcu_maxbatch
-        if given.get("secret_interval") is None:
-            out["secret_interval"] = self.kernel.secret_interval
-        return out
 
     def config(self) -> RunConfig:
         """What a result keeps of this router (plain data)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import KnobError
 
-__all__ = ["Knob", "SYSCTLS", "validate", "validate_all", "knob_table"]
+__all__ = ["Knob", "SYSCTLS", "validate", "validate_all", "knob_table", "resolve_sysctl"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,3 +309,36 @@ def knob_table(specs: Iterable[Knob]) -> str:
     w1 = max(len(r[1]) for r in rows)
     return "\n".join(f"{a:<{w0}}  {b:<{w1}}  {c}\n{'':<{w0}}  {'':<{w1}}  {d}"
                      for a, b, c, d in rows)
+
+
+def resolve_sysctl(kernel, given: dict) -> dict:
+    """Every sysctl of a router of ``kernel`` (a KernelProfile): the values
+    ``given`` (validated; ``None`` = default) and the defaults, with the ones
+    that follow from others worked out -- the route hash size from RAM
+    (``rt_buckets``), ``gc_thresh`` and ``max_size`` from it, and the kernel's
+    own defaults of ``gc_min_interval``, ``rcu_maxbatch`` and
+    ``secret_interval``.
+
+    Kernel: net/ipv4/route.c ip_rt_init (2.4.24, 2.6.0)."""
+    from .ipv4.route import rt_hash_size
+    out = {}
+    for name, val in given.items():
+        if name not in SYSCTLS:
+            raise KnobError(name, val, "a known sysctl: " + ", ".join(sorted(SYSCTLS)))
+        out[name] = SYSCTLS[name].validate(val) if val is not None else None
+    for name, k in SYSCTLS.items():
+        if out.get(name) is None:
+            out[name] = k.default
+    buckets = rt_hash_size(out["ram_mb"], out["rhash_entries"])
+    out["rt_buckets"] = buckets
+    if out["gc_thresh"] is None:
+        out["gc_thresh"] = buckets
+    if out["max_size"] is None:
+        out["max_size"] = max(16 * buckets, buckets)
+    if out["gc_min_interval"] is None:
+        out["gc_min_interval"] = kernel.gc_min_interval
+    if out["rcu_maxbatch"] is None:
+        out["rcu_maxbatch"] = kernel.rcu_maxbatch
+    if given.get("secret_interval") is None:
+        out["secret_interval"] = kernel.secret_interval
+    return out
