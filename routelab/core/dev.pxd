@@ -1,10 +1,12 @@
 # C types for dev.py when it is compiled (see setup.py, routelab/accel.py):
 # devices and softnet data are C classes the per-packet stages call directly.
 cimport cython
+from routelab.sim.columns cimport Packets
 from routelab.sim.ledger cimport Ledger
 from routelab.sim.queues cimport TimeQueue, TxQueue
 
 cdef double NAN
+cdef long _O_FORWARDED, _O_QDISC
 
 
 @cython.final
@@ -36,3 +38,5 @@ cdef class NetDevice:
 
 
 cpdef int flush_tx(list devices, double now) except -1
+cpdef double dev_xmit_forwarded(NetDevice od, Ledger lg, Packets pk, Py_ssize_t j, double now,
+                                object e) except? -1.0
