@@ -143,8 +143,7 @@ def gc_scan_cost(cost: dict, buckets: int, entries: int) -> float:
     """Seconds a GC pass spends visiting ``buckets`` chains and ``entries`` entries.
 
     What ``rt_garbage_collect`` charges for its walk (on top of its entry cost
-    ``rt_garbage_collect`` and the frees); also used to price the passes of
-    ``RouteCache.gc_log`` afterwards.
+    ``rt_garbage_collect`` and the frees).
     """
     return buckets * cost["gc_bucket"] + entries * cost["gc_entry"]
 
@@ -309,7 +308,9 @@ class RouteCache(DstFamily):
         self.neigh_overflows = 0       # "Neighbour table overflow." (rt_intern_hash)
         self.flushes = 0
         self.hashed = 0             # entries currently in the table
-        self.gc_log: list[tuple] = []  # (time, cpu, outcome, buckets, entries_visited, freed)
+        # one row per pass that ran: (time, cpu, outcome, buckets, entries_visited,
+        # freed, seconds -- the pass's CPU time, its frees included)
+        self.gc_log: list[tuple] = []
         self._hash = rt_hash_fold if kernel.hash == "fold" else rt_hash_jhash
         self._score_age = kernel.score == "age"
         self._c_rt_free = cost["rt_free"]
@@ -702,18 +703,19 @@ class RouteCache(DstFamily):
         self.rover = k
         t += gc_scan_cost(c, visited_b, visited_e)
         if goal <= 0:
-            self.gc_log.append((now, cpu, "done", visited_b, visited_e, freed))
+            t += self._work_done()
+            self.gc_log.append((now, cpu, "done", visited_b, visited_e, freed, t))
             lg.ok = True
-            return t + self._work_done()
+            return t
         st[S_GC_GOAL_MISS] += 1
         if self.expire:
             self.expire >>= 1
         if dst.entries < self.max_size:
-            self.gc_log.append((now, cpu, "miss", visited_b, visited_e, freed))
+            self.gc_log.append((now, cpu, "miss", visited_b, visited_e, freed, t))
             lg.ok = True
             return t
         st[S_GC_DST_OVERFLOW] += 1
-        self.gc_log.append((now, cpu, "overflow", visited_b, visited_e, freed))
+        self.gc_log.append((now, cpu, "overflow", visited_b, visited_e, freed, t))
         lg.ok = False
         return t
 
