@@ -28,6 +28,7 @@ cdef class Cpu:
     cdef public list devices
     cdef public Ledger ledger
     cdef public long slot_rcu, slot_entry
+    cdef public long long runs
     cdef public IntervalLog ivlog
     cdef public long long ctxsw, ksoftirqd_wakeups, user_ticks, slivers
 

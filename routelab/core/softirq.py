@@ -127,6 +127,7 @@ class Cpu:
         self.ledger = ledger
         self.slot_rcu = ledger.slot("rcu_tasklet")
         self.slot_entry = ledger.slot("net_rx_action")
+        self.runs = 0           # net_rx_action runs started (each paid the entry cost rr)
         self.busy = 0.0
         self.pass_n = 0
         self.pass_t0 = 0.0
@@ -152,9 +153,9 @@ class Cpu:
         """A packet that arrived at ``t`` gets the CPU: return when its service
         starts, and leave its CPU time so far in ``ledger.svc`` (``cost``,
         plus the run's entry cost if it starts a run, plus the RCU tasklet if
-        a run boundary ran it).  The entry cost is charged to the
-        ``net_rx_action`` slot (the per-packet ``cost`` is priced by the
-        array stages' composition, the tasklet by its own slot).
+        a run boundary ran it).  The runs are counted (:attr:`runs`), and
+        :meth:`finish` charges their entry cost to the ``net_rx_action``
+        slot (a count, not a charge per run: this is the hit path).
 
         Kernel: net/core/dev.c net_rx_action, process_backlog (2.4.24,
         2.6.0): a run ends after ``budget`` packets or once ``jiffies -
@@ -176,7 +177,7 @@ class Cpu:
             self.pass_t0 = start
             self.restarts = 0
             lg.svc = self.rr + cost
-            lg.charge(self.slot_entry, self.rr)     # the run's entry: its own profile row
+            self.runs += 1
             return start
         start = b
         svc = cost
@@ -193,7 +194,7 @@ class Cpu:
                 flush_tx(self.devices, start)   # the RCU callbacks read reference counts
             start = self.do_softirq(start)
             svc = self.rr + lg.t + cost
-            lg.charge(self.slot_entry, self.rr)
+            self.runs += 1
             pn = 1
             self.pass_t0 = start
         self.pass_n = pn
@@ -465,7 +466,8 @@ class Cpu:
     def finish(self, duration: float) -> None:
         """End of the run: the softirq work still queued runs (ksoftirqd stops when
         it is done), the tasks run to the end, and the gettimeofday loop's last
-        gap is closed."""
+        gap is closed.  The runs' entry cost goes to the profile."""
+        self.ledger.charge(self.slot_entry, self.rr * self.runs)
         end = min(self.busy, duration)
         if self.rq is None:
             if self.in_ksoftirqd:
