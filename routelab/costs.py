@@ -122,23 +122,30 @@ MISSES: dict[str, float] = {
 }
 
 # Which kernel functions make up each fixed part of a packet's service, in the
-# order they run -- and are added up.  The array stages price packets with
-# these sums (routelab.prepare), the run prices its dropped-at-IRQ frames and
-# ICMP errors with them (routelab.router), and the run's profile attributes
-# time to the same functions (routelab.result.profile).  (routelab.journey
-# still writes its rows by hand and checks the forward and output ones
-# against the model; a few sums are still written out elsewhere: the pair
-# device's receive, the ARP frame's transmit, ipv4.icmp.icmp_send_cost.)
+# order they run -- and are added up, in that order, by composed().  Every
+# hand-priced sum of the model is a row here: the array stages price packets
+# with them (routelab.prepare, routelab.ipv4.ip_output), the run's stages
+# price ICMP and ARP frames with them (routelab.ipv4.icmp, routelab.ipv4.arp,
+# routelab.router), and the run's profile attributes time to the same rows
+# (routelab.result.profile).
 COMPOSITION: dict[str, tuple[str, ...]] = {
     # NIC receive to ip_rcv: a NAPI poll, or the hard IRQ and netif_rx (2.4 e100)
     "receive_napi": ("napi_poll_rx", "netif_receive_skb", "ip_rcv"),
     "receive_irq": ("irq_rx", "netif_rx", "netif_receive_skb", "ip_rcv"),
+    # one end of a pair device: no interrupt, the sender's xmit calls netif_rx
+    "receive_pair": ("netif_rx", "netif_receive_skb", "ip_rcv"),
     # a frame netif_rx refuses: the hard IRQ still ran and the skb is freed
     "rx_drop_irq": ("irq_rx", "netif_rx", "kfree_skb"),
     # a route-cache hit (the chain walk is charged per entry stepped over)
     "route_hit": ("rt_hash", "ip_route_input"),
-    # an ICMP message the router originates, from icmp_send to the driver
+    # an ICMP message the router originates, from icmp_send (with its output
+    # route lookup and rate-limit check) to the driver
     "icmp_send": ("icmp_send", "ip_output", "dev_queue_xmit", "hard_start_xmit"),
+    # an ARP request frame the router sends (arp_send -> dev_queue_xmit)
+    "arp_xmit": ("dev_queue_xmit", "hard_start_xmit"),
+    # each frame (fragment) of a forwarded packet, after ip_output: the qdisc,
+    # the driver and the TX completion (plus a TX-done IRQ on non-NAPI drivers)
+    "xmit_per_frag": ("dev_queue_xmit", "hard_start_xmit", "tx_complete"),
     # a packet for the router itself: delivered, answered (echo), sent, completed
     "local": ("ip_local_deliver", "icmp_rcv", "icmp_send", "ip_output", "dev_queue_xmit",
               "hard_start_xmit", "tx_complete"),

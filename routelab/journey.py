@@ -356,8 +356,12 @@ class _Walk:
         h = int(cache.rt_hash(tr.daddr, tr.saddr, tr.iif, tr.tos)[0])
         key = (int(tr.daddr[0]) << 32) | int(tr.saddr[0])
         ik = (int(tr.iif[0]) << 8) | int(tr.tos[0])
+        mark = cache.ledger.total
         e = cache.ip_route_input_slow(0.0, 0, key, ik, h, rtype, oif, gw, nrules, 0)
         secs = cache.ledger.t
+        # (below gc_thresh the slow path's own stages charge no slot: what the
+        # ledger gained meanwhile is the neighbour layer's, the binding)
+        bind = cache.ledger.total - mark
         if e is None:
             raise RoutelabError(f"the journey's slow path failed (outcome {cache.ledger.why})")
         slow = self.fn("ip_route_input_slow")
@@ -371,7 +375,6 @@ class _Walk:
                  "below gc_thresh: no GC", "route")
         note = ("never inserted: freed at once (the 2.4.24-nocache hack)"
                 if r.kernel.cache_insert == "nocache" else "insert at the head of the chain")
-        bind = cache.neigh_s
         self.add("insert into the cache", "net/ipv4/route.c rt_intern_hash",
                  secs - slow - fib - alloc - bind, note, "route")
         if cache.arp is not None:

@@ -59,7 +59,7 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     rx = np.where(p["napi"], _costs.composed(c, "receive_napi"),
                   _costs.composed(c, "receive_irq"))
     if pair.any():
-        rx = np.where(pair[iif], c["netif_rx"] + c["netif_receive_skb"] + c["ip_rcv"], rx)
+        rx = np.where(pair[iif], _costs.composed(c, "receive_pair"), rx)
     hdr_drop = _ipin.ip_rcv(tr)
     p["pre_drop"] = hdr_drop
     p["rx_cost"] = rx

@@ -1,6 +1,6 @@
 # C types for router.py when it is compiled (see setup.py, routelab/accel.py):
 # the dispatcher calls the stage objects' C methods directly.
-from routelab.core.dev cimport NetDevice, SoftnetData
+from routelab.core.dev cimport NetDevice, SoftnetData, dev_xmit_forwarded
 from routelab.core.dst cimport DstEntry, dst_release
 from routelab.core.softirq cimport Cpu, TimerTick
 from routelab.ipv4.icmp cimport Icmp

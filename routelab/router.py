@@ -34,18 +34,18 @@ import numpy as np
 
 from . import _malloc
 from . import costs as _costs
-from .core.dev import Device, NetDevice, SoftnetData, flush_tx
-from .core.dst import DstEntry, dst_release, dst_set_expires
+from .core.dev import Device, NetDevice, SoftnetData, dev_xmit_forwarded, flush_tx
+from .core.dst import DstEntry, dst_release
 from .core.neighbour import NEIGH_DROP, NEIGH_QUEUED
 from .core.rcu import Rcu
 from .core.sched import Task, loop_runqueue
-from .core.skbuff import KIND, PACKET_SPECS, PacketTrace, ip_to_int
+from .core.skbuff import PACKET_SPECS, PacketTrace, ip_to_int
 from .core.softirq import MAX_SOFTIRQ_RESTART, Cpu, TimerTick
 from .errors import KnobError
 from .hardware import CpuProfile, cpu_profile
 from .hosts import Host, kind_mask
 from .hosts.echo import PingLog
-from .ipv4.arp import Arp
+from .ipv4.arp import Arp, RunSink, every_host_answers
 from .ipv4.fib import Fib
 from .ipv4.icmp import ICMP_DEST_UNREACH, ICMP_TIME_EXCEEDED, Icmp
 from .ipv4.ip_input import ip_local_deliver
@@ -101,15 +101,6 @@ KEEP_TIMES_MAX = 4_000_000
 # CPU's own stream prefetcher falls behind.  A hint only (see route.pxd);
 # 64-256 measured alike (mixed: ~14 % faster, hit ~6 %, paired runs).
 _COL_AHEAD = 128
-# An ARP request for a host that exists is answered this long after it left.
-# ASSUMED: a PC's ARP reply on a 100 Mbit/s LAN (frame times ~7 us each way,
-# the host's interrupt and arp_rcv): 0.2 ms.
-ARP_REPLY_S = 0.2e-3
-ARP_FRAME_BYTES = 28 + 18     # ARP payload + Ethernet header and FCS (padded to 64)
-
-
-def _every_host_answers(dev: int, addr: int) -> float:
-    return ARP_REPLY_S
 
 
 class Router:
@@ -148,7 +139,7 @@ class Router:
         ``arp_exists(dev, addr) -> seconds or None``: how long after an ARP
         request for ``addr`` on device ``dev`` its reply arrives, ``None`` if
         no host has that address.  Default: every address answers after
-        ``ARP_REPLY_S``.
+        ``routelab.ipv4.arp.ARP_REPLY_S``.
     arp_static : iterable of (device, address), optional
         Neighbours already resolved (REACHABLE) when the run starts: a router
         that has been up a while knows its gateways.
@@ -213,7 +204,7 @@ class Router:
                 raise KnobError("local_hosts", proto, "{IP protocol 0-255: Host}")
         if arp_exists is not None and not callable(arp_exists):
             raise KnobError("arp_exists", arp_exists, "a callable (dev, addr) -> seconds or None")
-        self.arp_exists = arp_exists if arp_exists is not None else _every_host_answers
+        self.arp_exists = arp_exists if arp_exists is not None else every_host_answers
         self.neighbours = bool(neighbours) and self.kernel.neighbours
         self.trace_neighbours = bool(trace_neighbours)
         self.arp_static = []
@@ -322,6 +313,7 @@ class Run(RunSeams):
         self.ledger = Ledger()
         self.clock = Clock()
         self.clock.runner = self
+        self.sch = Schedule(0.0)         # born packets, deliveries, samples
         # (registered first: on ties it fires before the kernel timers)
         tick = TimerTick(self.clock) if k.route_cache and k.rcu != "none" else None
         self.cache: RouteCache | None = None
@@ -349,27 +341,25 @@ class Run(RunSeams):
         if tick is not None:
             tick.bind(self.cpus, rcu, self.devices, self.ledger, k.hz, r.user_task)
         self.icmp = Icmp(self.devices, r.costs.fn)
-        # the neighbour table and ARP (not for a kernel without a route cache)
+        # the neighbour table and ARP (not for a kernel without a route cache),
+        # and their sink: what becomes of the packets the table holds
         self.arp: Arp | None = None
+        self.neigh: RunSink | None = None
         local = [ip_to_int(a) for a in r.fib.local_addrs]
-        self._router_addr = local[0] if local else 0
-        self._neigh_slots: dict = {}
         if r.neighbours and self.cache is not None:
-            self.arp = Arp(self.clock, self, r.costs.fn, exists=r.arp_exists,
-                           local_addrs=local, sysctl=r.sysctl, hz=k.hz,
-                           rng=np.random.default_rng([r.seed, 7]), charge=self._neigh_charge)
+            self.neigh = RunSink(self.clock, r.costs.fn, self.devices, self.cpus, self.icmp,
+                                 self.ledger, self.inject, local[0] if local else 0,
+                                 [d.speed for d in r.devices],
+                                 exists=r.arp_exists, local_addrs=local, sysctl=r.sysctl,
+                                 hz=k.hz, rng=np.random.default_rng([r.seed, 7]))
+            self.neigh.schedule = self.sch
+            self.arp = self.neigh.arp
             self.cache.arp = self.arp
             self.cache.dst.neigh_release = self.arp.tbl.neigh_release
             for dev, addr in r.arp_static:
                 self.arp.prime(dev, addr, 0.0)
             if r.trace_neighbours:
                 self.arp.tbl.log = []
-        self._slot_sink = self.ledger.slot("neighbour output (ARP frames, ICMP, kfree_skb)")
-        self._arp_wire = [float(_costs.wire_bytes(ARP_FRAME_BYTES)) * 8.0 / d.speed
-                          if d.speed > 0 else 0.0 for d in r.devices]
-        self._c_kfree = r.costs.fn["kfree_skb"]
-        self._c_icmp = _costs.composed(r.costs.fn, "icmp_send")
-        self._c_arp_xmit = r.costs.fn["dev_queue_xmit"] + r.costs.fn["hard_start_xmit"]
         self._wno = 0                    # the current window's number
         self.pings = PingLog()
         self.local_hosts = r.local_hosts
@@ -382,7 +372,6 @@ class Run(RunSeams):
                                  K_HDR, K_ARP)
         self._mib = self.counters.mib    # (ip_output counts OutRequests)
         self.samples = Samples()
-        self.sch = Schedule(0.0)         # born packets, deliveries, samples
         self.over = False                # past the end: hosts' reactions bear nothing
         self.refused_after_end = 0
         self._born: dict = {}            # their header fields, by j
@@ -400,6 +389,8 @@ class Run(RunSeams):
             self.devices[d].host_mask = kind_mask(h.kinds)
         for h in r.local_hosts.values():
             h.start(self, -1)
+        # (priming resolved neighbours charged the table's slots: set-up, not the run)
+        self.ledger.clear()
 
     # -- the clock's runner: a kernel timer runs as softirq work on its CPU --------
     def run_timer(self, timer: Timer, due: float) -> None:
@@ -408,8 +399,11 @@ class Run(RunSeams):
         happened); charge its time."""
         cpu = self.cpus[timer.cpu]
         flush_tx(self.devices, cpu.busy if cpu.busy > due else due)
+        mark = self.ledger.total
         w = timer.fire(due)
-        self.ledger.charge(self._slot_timers, w)
+        # (handlers with slots of their own -- dst_run_gc, the neighbour
+        # table's -- charged them: "timers" gets the rest)
+        self.ledger.charge_rest(self._slot_timers, w, mark)
         cpu.charge(due, w)
 
     def _rekeyed(self, now: float) -> None:
@@ -434,9 +428,9 @@ class Run(RunSeams):
                    n0=cython.Py_ssize_t, jp=cython.Py_ssize_t, i=cython.Py_ssize_t,
                    d=cython.long, cls=cython.long, ok=cython.long, has_cache=cython.bint,
                    last=cython.bint, t=cython.double, start=cython.double, svc=cython.double,
-                   fin=cython.double, dep=cython.double, w=cython.double,
+                   fin=cython.double, w=cython.double,
                    t_end=cython.double, horizon=cython.double, drop_irq=cython.double,
-                   e=DstEntry, dv=NetDevice, od=NetDevice, cp=Cpu, rc=RouteCache,
+                   e=DstEntry, dv=NetDevice, cp=Cpu, rc=RouteCache,
                    lg=Ledger, clock=Clock, icmp=Icmp, pk=Packets, devs=list, cpus=list,
                    sch=Schedule, slot_irq=cython.long, nr=cython.long)
     def dispatch(self) -> Result:
@@ -551,7 +545,7 @@ class Run(RunSeams):
                     if e is not None and e.hh is not None and not e.hh.connected \
                             and (cls == K_FWD or cls == K_REDIR):
                         # ip_finish_output2: the neighbour is not CONNECTED
-                        nr = self._neigh_output(j, e, fin)
+                        nr = self.neigh.ip_finish_output2(j, e, fin)
                         w = lg.t
                         svc += w
                         fin += w
@@ -564,16 +558,8 @@ class Run(RunSeams):
                             dst_release(e)
                     elif cls == K_FWD or cls == K_REDIR:
                         # ---- ip_forward -> ip_output -> dev_queue_xmit -> the wire ----
-                        od = cython.cast(NetDevice, devs[pk.oif[j]])
-                        dep = od.dev_queue_xmit(fin, pk.wire[j], e, None, 0)
-                        if dep == dep:
-                            pk.t_depart[j] = dep
-                            lg.drop(j, O_FORWARDED)
-                            if od.host_mask and (od.host_mask >> pk.kind[j]) & 1:
-                                sch.deliver_at(dep, od.host, j)
-                        else:
-                            lg.drop(j, O_QDISC)
-                            dst_release(e)          # kfree_skb
+                        dev_xmit_forwarded(cython.cast(NetDevice, devs[pk.oif[j]]), lg, sch, pk,
+                                           j, fin, e)
                     elif cls != C_REFUSED:
                         _not_forwarded(self, lg, icmp, pk, j, cls, d, fin, e)
                     if lg.born:
@@ -618,110 +604,6 @@ class Run(RunSeams):
         if sch.rec_next <= tt:
             sch.set_rec_next(self._record_until(tt, sch.rec_next))
 
-    # -- the neighbour layer: output, its callbacks (the table's sink), ARP ----------
-    def _neigh_output(self, j: int, e, now: float) -> int:
-        """ip_finish_output2 -> neigh_resolve_output for packet ``j`` whose
-        route's neighbour is not CONNECTED; returns the table's verdict
-        (``NEIGH_XMIT``, ``NEIGH_QUEUED``, ``NEIGH_DROP``), seconds in
-        ``ledger.t``.  A queued packet keeps its route reference; the table
-        later hands it to :meth:`neigh_output`, :meth:`neigh_queue_drop` or
-        :meth:`arp_error_report`."""
-        rc, s = self.arp.tbl.neigh_resolve_output(e.neigh, (self._wno, j), e, now)
-        self.ledger.t = s
-        return rc
-
-    def _neigh_charge(self, fn: str, seconds: float) -> None:
-        k = self._neigh_slots.get(fn)
-        if k is None:
-            k = self._neigh_slots[fn] = self.ledger.slot(fn)
-        self.ledger.charge(k, seconds)
-
-    def _mine(self, token) -> int:
-        """The packet index of a queued packet's token, or -1 if it was queued
-        in an earlier window (its outcome there stays ``held_neigh``)."""
-        wno, j = token
-        return j if wno == self._wno else -1
-
-    def neigh_output(self, token, dst, now: float) -> float:
-        """Sink: the neighbour resolved; its queued packet leaves now.
-        (Its output path was charged with its service.)"""
-        j = self._mine(token)
-        if j < 0:
-            dst.refcnt -= 1
-            return 0.0
-        pk = self.pk
-        od = self.devices[pk.value(j, "oif")]
-        dep = od.dev_queue_xmit(now, pk.value(j, "wire"), dst, None, 0)
-        if dep == dep:
-            pk.set(j, "t_depart", dep)
-            self.ledger.drop(j, O_FORWARDED)
-            if od.host_mask and (od.host_mask >> pk.value(j, "kind")) & 1:
-                self.deliver_at(dep, od.host, j)
-        else:
-            self.ledger.drop(j, O_QDISC)
-            dst.refcnt -= 1
-        return 0.0
-
-    def neigh_queue_drop(self, token, dst, now: float) -> float:
-        """Sink: pushed out of a full unresolved queue: kfree_skb."""
-        j = self._mine(token)
-        if j >= 0:
-            self.ledger.drop(j, OC["drop_arp_queue"])
-        dst.refcnt -= 1
-        self.ledger.charge(self._slot_sink, self._c_kfree)
-        return self._c_kfree
-
-    def arp_error_report(self, token, dst, now: float) -> float:
-        """Sink: the address never resolved (arp_error_report ->
-        dst_link_failure -> ipv4_link_failure): ICMP host unreachable to the
-        packet's source (through icmp_send's limiter), the route marked to
-        expire now, the packet freed."""
-        j = self._mine(token)
-        t = self._c_kfree
-        if j >= 0:
-            pk = self.pk
-            dep = self.icmp.icmp_send(ICMP_DEST_UNREACH, pk.value(j, "dev"), now,
-                                      pk.value(j, "iwire"), pk.value(j, "saddr"), True)
-            self.icmp.host_unreach += 1
-            log = self.arp.tbl.log
-            if log is not None:
-                log.append((now, "host unreachable" if dep == dep else "icmp rate-limited",
-                            dst.key >> 32, "", pk.value(j, "saddr")))
-            t += self._c_icmp
-            self.ledger.drop(j, OC["drop_neigh_failed"])
-        dst_set_expires(dst, now, 0.0)
-        log = self.arp.tbl.log
-        if log is not None:
-            log.append((now, "route expires", dst.key >> 32, "", dst.expires))
-        dst.refcnt -= 1
-        self.ledger.charge(self._slot_sink, t)
-        return t
-
-    def arp_send(self, dev: int, target: int, broadcast: bool, now: float) -> float:
-        """Sink: an ARP request frame leaves by ``dev``."""
-        nd = self.devices[dev]
-        dep = nd.dev_queue_xmit(now, self._arp_wire[dev], None, None, 0)
-        if dep == dep:
-            nd.tx_packets += 1
-        self.ledger.charge(self._slot_sink, self._c_arp_xmit)
-        return self._c_arp_xmit
-
-    def arp_reply_due(self, dev: int, addr: int, t_reply: float) -> None:
-        """Sink: a host answers the request: its ARP reply arrives at ``t_reply``."""
-        self.inject(dict(iif=dev, saddr=addr, daddr=self._router_addr, tos=0, proto=0,
-                         length=28, ttl=64, df=False, cloned=False, headroom=16, hdr_err=0,
-                         kind=KIND["arp"], tag=-1), t_reply)
-
-    def _arp_rcv(self, j: int, d: int, now: float) -> None:
-        """An ARP reply reaches arp_rcv at the end of its service: the neighbour
-        is updated (its queue flushed); that work is charged after it."""
-        pk = self.pk
-        self.ledger.drop(j, OC["arp"])
-        sip = pk.value(j, "saddr")
-        s = self.arp.arp_rcv(d, sip, ("lladdr", sip), now) - self.r.costs.fn["arp_rcv"]
-        if s > 0:
-            self.cpus[self.devices[d].cpu].charge(now, s)
-
     # -- windows ------------------------------------------------------------------------
     def _edges(self) -> np.ndarray:
         nb = max(1, int(math.ceil(self.duration / self.bin_s)))
@@ -751,6 +633,8 @@ class Run(RunSeams):
             del p[name]
         self.pk, self.tr = pk, tr
         self.ledger.outcome = pk.outcome
+        if self.neigh is not None:
+            self.neigh.window(pk, self._wno)
         self._born = {}
         carry, self.sch.carry = self.sch.carry, []
         for f in carry:
@@ -766,7 +650,21 @@ class Run(RunSeams):
         if self.sch.dlv:
             self.sch.rekey_deliveries(self.keep_header)
         self.counters.count_window(pk, self.cache is not None)
-        acc.add(self.r.config(), self.cache is not None, p, pk)
+        acc.add(self.r.config(), self.cache is not None, p, pk, self._born_stages(pk))
+
+    def _born_stages(self, pk: Packets) -> dict | None:
+        """The array stages of the packets born in this window (``None`` if
+        none was), for the profile: the same stages :meth:`inject` priced
+        them with (they depend on the header only)."""
+        n0, n = pk.n0, pk.n
+        if n == n0:
+            return None
+        born = [self._born[j] for j in range(n0, n)]
+        # (all at time 0: build sorts by time, and the stages do not read it)
+        tr = PacketTrace.build(np.zeros(len(born)),
+                               **{name: np.array([f[name] for f in born])
+                                  for name in PacketTrace.DTYPES if name != "t"})
+        return self._stages(tr)
 
     def _check_iif(self, tr: PacketTrace) -> None:
         r = self.r
@@ -796,11 +694,8 @@ class Run(RunSeams):
         # reference (so that every reference taken during the run is dropped)
         for nd in self.devices:
             nd.txq.drain()
-        if self.arp is not None:
-            for n in self.arp.tbl:
-                for _token, dst in n.arp_queue:
-                    dst.refcnt -= 1
-                n.arp_queue.clear()
+        if self.neigh is not None:
+            self.neigh.finish()
         rec_next = self.sch.rec_next
         while rec_next <= self.duration:
             self._record(rec_next)
@@ -860,7 +755,7 @@ def _not_forwarded(run, lg: Ledger, icmp: Icmp, pk: Packets, j: int, cls: int, d
         lg.drop(j, O_NO_ROUTE)
         ip_error(icmp, e, pk.rtype[j], pk.key[j], d, fin, pk.iwire[j], pk.saddr[j])
     elif cls == K_ARP:
-        run._arp_rcv(j, d, fin)
+        run.neigh.arp_rcv(j, d, fin)
     elif cls == K_MARTIAN:
         lg.drop(j, O_MARTIAN)
     else:  # K_HDR

@@ -144,8 +144,8 @@ class FakeSink:
     def send(self, tbl, n, j, dst, now):
         from routelab.core.neighbour import NEIGH_DROP, NEIGH_XMIT
         dst.refcnt += 1          # skb->dst
-        rc, secs = tbl.neigh_resolve_output(n, j, dst, now)
-        assert secs >= 0.0
+        rc = tbl.neigh_resolve_output(n, j, dst, now)
+        assert tbl.ledger.t >= 0.0           # its seconds (the ledger convention)
         if rc == NEIGH_XMIT:
             self._end("xmit", j, dst, now)
         elif rc == NEIGH_DROP:

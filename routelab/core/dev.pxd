@@ -2,10 +2,13 @@
 # devices and softnet data are C classes the per-packet stages call directly.
 cimport cython
 from routelab.core.dst cimport DstEntry, dst_release
+from routelab.sim.columns cimport Packets
+from routelab.sim.schedule cimport Schedule
 from routelab.sim.ledger cimport Ledger
 from routelab.sim.queues cimport Ring, TimeQueue
 
 cdef double NAN
+cdef long _O_FORWARDED, _O_QDISC
 
 
 @cython.final
@@ -46,3 +49,5 @@ cdef class NetDevice:
 
 
 cpdef int flush_tx(list devices, double now) except -1
+cpdef double dev_xmit_forwarded(NetDevice od, Ledger lg, Schedule sch, Packets pk,
+                                Py_ssize_t j, double now, object e) except? -1.0

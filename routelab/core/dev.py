@@ -44,13 +44,18 @@ import cython
 
 from ..errors import KnobError
 from ..hardware import NicProfile, nic_profile
+from ..sim.columns import Packets
 from ..sim.ledger import Ledger
 from ..sim.queues import Ring, TimeQueue
+from ..sim.schedule import Schedule
+from .dropreason import OUTCOMES
 from .dst import DstEntry, dst_release
 
-__all__ = ["Device", "NetDevice", "SoftnetData", "TxQueue", "flush_tx"]
+__all__ = ["Device", "NetDevice", "SoftnetData", "TxQueue", "flush_tx", "dev_xmit_forwarded"]
 
 NAN = math.nan
+# the two endings of a forwarded packet handed to its output device (C ints compiled)
+_O_FORWARDED, _O_QDISC = OUTCOMES["forwarded"], OUTCOMES["drop_qdisc"]
 
 
 @dataclass
@@ -374,6 +379,35 @@ class NetDevice:
         if nxt < math.inf:
             self.txc_timer.mod(nxt)
         return 0.0
+
+
+@cython.locals(j=cython.Py_ssize_t, now=cython.double, dep=cython.double)
+def dev_xmit_forwarded(od: NetDevice, lg: Ledger, sch: Schedule, pk: Packets, j: int,
+                       now: float, e) -> float:
+    """Forwarded packet ``j`` of ``pk``, its next hop resolved, goes to its
+    output device ``od`` at ``now``: return its departure time (NaN if the
+    qdisc refused it).
+
+    Kernel: net/ipv4/ip_output.c ip_finish_output2 (the hh_output branch) ->
+    net/core/dev.c dev_queue_xmit.  Then the packet's ending: ``forwarded``
+    (its departure recorded, and a host beyond ``od`` that takes its kind
+    gets it then: a delivery on the run's schedule ``sch``), or
+    ``drop_qdisc`` (kfree_skb: ``dst_release`` of ``e``).  The one home of
+    this tail, for packets forwarded during their own service and for
+    packets a neighbour held until it resolved.  Its CPU cost was priced
+    with the packet's service (``ip_output_plan``).
+    """
+    dep = od.dev_queue_xmit(now, pk.wire[j], e, None, 0)
+    if dep == dep:
+        pk.t_depart[j] = dep
+        lg.drop(j, _O_FORWARDED)
+        if od.host_mask and (od.host_mask >> pk.kind[j]) & 1:
+            sch.deliver_at(dep, od.host, j)
+    else:
+        lg.drop(j, _O_QDISC)
+        if e is not None:
+            dst_release(e)                  # kfree_skb
+    return dep
 
 
 @cython.locals(d=NetDevice, q=TxQueue)

@@ -44,6 +44,7 @@ cdef class DstFamily:
 @cython.final
 cdef class DstOps:
     cdef public long long gc_thresh, entries, _uid
+    cdef public long _slot_gc
     cdef public DstFamily family
     cdef public Ledger ledger
     cdef public object on_destroy, neigh_release

@@ -173,6 +173,7 @@ class DstOps:
         self._c_destroy = cost["dst_destroy"]
         self._c_run = cost["dst_run_gc"]
         self._c_entry = cost["dst_gc_entry"]
+        self._slot_gc = self.ledger.slot("dst_run_gc")
         self.on_destroy = HOOKS["dst_destroy"]
         # neigh_release(n, now) -> seconds, for entries bound to a neighbour
         # (the neighbour table's; set by the run)
@@ -254,13 +255,16 @@ class DstOps:
             self.gc_timer.mod(now + DST_GC_MIN)
         return 0.0
 
-    @cython.locals(e=DstEntry, keep=list)
+    @cython.locals(e=DstEntry, keep=list, t=cython.double, mark=cython.double)
     def dst_run_gc(self, now: float) -> float:
         """The dst GC timer: destroy garbage entries whose refcnt reached 0.
 
         Kernel: net/core/dst.c dst_run_gc.  Walks the whole list; the cost
         grows with the number of entries still held by queued packets.
+        Returns the seconds, charged to the ``dst_run_gc`` slot (less what
+        the neighbours it freed charged to theirs).
         """
+        mark = self.ledger.total
         self.gc_runs += 1
         t = self._c_run
         keep = []
@@ -276,6 +280,7 @@ class DstOps:
         self.gc_walked += walked
         self.garbage = keep
         self.gc_run_log.append((now, walked, destroyed))
+        self.ledger.charge_rest(self._slot_gc, t, mark)
         if not keep:
             self.gc_timer_inc = DST_GC_MAX
             self.gc_timer.stop()

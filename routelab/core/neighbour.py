@@ -21,12 +21,14 @@ What matters for story 1:
 
 The engine interface
 --------------------
-Times are simulated seconds.  Every public function returns the CPU seconds
-it cost (alone, or as the last item of a tuple); those totals include the
-seconds the sink's callbacks return.  If a ``charge(fn, seconds)`` callable
-is given, each function also reports its *own* cost to it under the kernel
-function's name (sink work excluded: the sink charges that itself), for the
-per-function profile.
+Times are simulated seconds.  The second results follow the ledger
+convention of the compiled stages (:mod:`routelab.sim.ledger`): a function
+whose main result is the CPU time it cost returns those seconds; one that
+returns something else (an entry, an errno, an outcome) leaves its seconds
+in ``ledger.t``.  Those totals include the seconds the sink's callbacks
+return.  Each function also charges its *own* cost to the ledger slot of
+its kernel name (slots made once, when the table is built; sink work
+excluded: the sink charges that itself), for the per-function profile.
 
 Packets are opaque tokens ``j`` travelling with their dst (an opaque object
 the engine reference-counts).  A token handed to :meth:`neigh_event_send`
@@ -77,6 +79,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import KnobError
+from ..sim.ledger import Ledger
 from ..sysctl import SYSCTLS
 from .dst import HHCache
 from .skbuff import int_to_ip
@@ -306,8 +309,9 @@ class NeighSink(Protocol):
     def neigh_queue_drop(self, j: Any, dst: Any, now: float) -> float: ...
 
 
-def _no_charge(fn: str, seconds: float) -> None:
-    return None
+#: The table's functions that charge their own cost, each to a ledger slot of its name.
+CHARGED = ("neigh_lookup", "neigh_alloc", "neigh_create", "neigh_forced_gc", "neigh_destroy",
+           "neigh_periodic_timer", "neigh_timer_handler", "neigh_event_send", "neigh_update")
 
 
 # --- the table ------------------------------------------------------------------------------
@@ -329,8 +333,8 @@ class NeighTable:
     hash : callable
         ``hash(key, dev) -> bucket`` in ``[0, 31]`` (``arp_hash``).
     constructor : callable
-        ``constructor(n, now) -> (err, seconds)``: protocol setup of a new
-        entry (``arp_constructor``); ``err < 0`` refuses it.
+        ``constructor(n, now) -> err``, seconds in ``ledger.t``: protocol
+        setup of a new entry (``arp_constructor``); ``err < 0`` refuses it.
     solicit : callable
         ``solicit(n, now) -> seconds``: send one solicitation
         (``ops->solicit``, reading ``n.probes`` before the increment).
@@ -349,19 +353,21 @@ class NeighTable:
         Time of ``neigh_table_init``.
     cpu : int
         CPU the table's timers run on.
-    charge : callable, optional
-        ``charge(fn, seconds)`` for the per-function profile.
+    ledger : Ledger, optional
+        Where the seconds of the last call (``ledger.t``) and each
+        function's own cost (a slot per name in :data:`CHARGED`) go; the
+        constructor and solicit callbacks share it.  Default: a fresh one.
     """
 
     def __init__(self, clock: Any, sink: NeighSink, cost: Mapping[str, float], *,
                  hash: Callable[[int, int], int],
-                 constructor: Callable[[Neighbour, float], tuple[int, float]],
+                 constructor: Callable[[Neighbour, float], int],
                  solicit: Callable[[Neighbour, float], float],
                  error_report: Callable[[Neighbour, Any, Any, float], float],
                  parms: NeighParms | None = None, gc_thresh1: int = 128,
                  gc_thresh2: int = 512, gc_thresh3: int = 1024, gc_interval: float = 30.0,
                  hz: int = 100, rng: np.random.Generator | None = None, now: float = 0.0,
-                 cpu: int = 0, charge: Callable[[str, float], None] | None = None) -> None:
+                 cpu: int = 0, ledger: Ledger | None = None) -> None:
         self.clock = clock
         self.sink = sink
         self.hash = hash
@@ -378,8 +384,11 @@ class NeighTable:
         self.hz = hz
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.cpu = cpu
-        self.charge = charge if charge is not None else _no_charge
+        self.ledger = ledger if ledger is not None else Ledger()
         self._cost_names(cost)
+        (self._k_lookup, self._k_alloc, self._k_create, self._k_fgc, self._k_destroy,
+         self._k_periodic, self._k_timer, self._k_event, self._k_update) = (
+            self.ledger.slot(fn) for fn in CHARGED)
         self.buckets: list[list[Neighbour]] = [[] for _ in range(NEIGH_HASHMASK + 1)]
         self._index: dict[tuple[int, int], Neighbour] = {}
         # hashed entries nobody but the table references (refcnt == 1), in the
@@ -415,8 +424,9 @@ class NeighTable:
         self.log.append((now, event, n.key if n is not None else None,
                          n.state_name if n is not None else "", info))
 
-    def _own(self, fn: str, seconds: float) -> float:
-        self.charge(fn, seconds)
+    def _own(self, k: int, seconds: float) -> float:
+        """Charge ``seconds`` to this table's ledger slot ``k``; return them."""
+        self.ledger.charge(k, seconds)
         return seconds
 
     # -- init and timers ----------------------------------------------------------------------
@@ -453,17 +463,19 @@ class NeighTable:
             n.timer = slot
         slot.timer.mod(at)
 
-    def neigh_del_timer(self, n: Neighbour, now: float) -> tuple[bool, float]:
+    def neigh_del_timer(self, n: Neighbour, now: float) -> bool:
         """Stop a pending NUD timer and drop the reference it held.
 
-        Kernel: net/core/neighbour.c neigh_del_timer.  Returns ``(stopped,
-        seconds)``.
+        Kernel: net/core/neighbour.c neigh_del_timer.  Returns whether a
+        timer was stopped; seconds in ``ledger.t``.
         """
         if n.nud_state & NUD_IN_TIMER and n.timer is not None \
                 and n.timer.timer.at != math.inf:
             n.timer.timer.stop()
-            return True, self.neigh_release(n, now)
-        return False, 0.0
+            self.ledger.t = self.neigh_release(n, now)
+            return True
+        self.ledger.t = 0.0
+        return False
 
     # -- references ---------------------------------------------------------------------------
     def neigh_hold(self, n: Neighbour) -> None:
@@ -512,11 +524,11 @@ class NeighTable:
         self.destroys += 1
         if self.log is not None:
             self._note(now, "destroyed", n)
-        return t + self._own("neigh_destroy", self._c_destroy)
+        return t + self._own(self._k_destroy, self._c_destroy)
 
     # -- lookup and creation ------------------------------------------------------------------
-    def neigh_lookup(self, key: int, dev: int, now: float) -> tuple[Neighbour | None, float]:
-        """Find (and hold) the entry for ``(key, dev)``.
+    def neigh_lookup(self, key: int, dev: int, now: float) -> Neighbour | None:
+        """Find (and hold) the entry for ``(key, dev)``; seconds in ``ledger.t``.
 
         Kernel: net/core/neighbour.c neigh_lookup: one chain walked from its
         head until the entry matches; pays one step per entry examined.
@@ -529,10 +541,12 @@ class NeighTable:
             steps = self.buckets[n.hash].index(n) + 1
             self.neigh_hold(n)
             self.hits += 1
-        return n, self._own("neigh_lookup", self._c_lookup + steps * self._c_step)
+        self.ledger.t = self._own(self._k_lookup, self._c_lookup + steps * self._c_step)
+        return n
 
-    def neigh_alloc(self, now: float) -> tuple[Neighbour | None, float]:
-        """A fresh, unhashed entry (refcnt 1), or ``None`` when the table is full.
+    def neigh_alloc(self, now: float) -> Neighbour | None:
+        """A fresh, unhashed entry (refcnt 1), or ``None`` when the table is
+        full; seconds in ``ledger.t``.
 
         Kernel: net/core/neighbour.c neigh_alloc (2.4.24): above
         ``gc_thresh3``, or above ``gc_thresh2`` with ``last_flush`` more than
@@ -543,37 +557,45 @@ class NeighTable:
         t = 0.0
         if self.entries > self.gc_thresh3 or (
                 self.entries > self.gc_thresh2 and now - self.last_flush > _FORCED_GC_AGE):
-            shrunk, t = self.neigh_forced_gc(now)
+            shrunk = self.neigh_forced_gc(now)
+            t = self.ledger.t
             if not shrunk and self.entries > self.gc_thresh3:
                 self.table_fulls += 1
                 if self.log is not None:
                     self._note(now, "table full", None, self.entries)
-                return None, t
+                self.ledger.t = t
+                return None
         n = Neighbour(now, self._n_incomplete)
         self.allocs += 1
         self.entries += 1
-        return n, t + self._own("neigh_alloc", self._c_alloc)
+        self.ledger.t = t + self._own(self._k_alloc, self._c_alloc)
+        return n
 
-    def neigh_create(self, key: int, dev: int, now: float) -> tuple[Neighbour | int, float]:
-        """Allocate, construct and hash a new entry; returns it held (refcnt 2).
+    def neigh_create(self, key: int, dev: int, now: float) -> Neighbour | int:
+        """Allocate, construct and hash a new entry; returns it held (refcnt 2),
+        seconds in ``ledger.t``.
 
-        Kernel: net/core/neighbour.c neigh_create (2.4.24).  On failure the
-        first item is a negative errno: ``-ENOBUFS`` when :meth:`neigh_alloc`
+        Kernel: net/core/neighbour.c neigh_create (2.4.24).  On failure it
+        returns a negative errno: ``-ENOBUFS`` when :meth:`neigh_alloc`
         refuses (then neither the constructor nor the second chain walk
         runs), or the constructor's error.  ``confirmed`` starts
         ``2 x base_reachable_time`` in the past.  The chain is walked again
         before the head insert, for an entry a racing CPU may have added.
         """
-        n, t = self.neigh_alloc(now)
+        lg = self.ledger
+        n = self.neigh_alloc(now)
+        t = lg.t
         if n is None:
-            return -ENOBUFS, t
+            lg.t = t
+            return -ENOBUFS
         n.key = key
         n.dev = dev
         n.hash = self.hash(key, dev)
-        err, tc = self.constructor(n, now)
-        t += tc
+        err = self.constructor(n, now)
+        t += lg.t
         if err < 0:
-            return err, t + self.neigh_release(n, now)
+            lg.t = t + self.neigh_release(n, now)
+            return err
         n.confirmed = now - 2 * self.parms.base_reachable_time
         chain = self.buckets[n.hash]
         other = self._index.get((dev, key))
@@ -581,7 +603,8 @@ class NeighTable:
             steps = chain.index(other) + 1
             self.neigh_hold(other)
             t += self.neigh_release(n, now)
-            return other, t + self._own("neigh_create", self._c_create + steps * self._c_step)
+            lg.t = t + self._own(self._k_create, self._c_create + steps * self._c_step)
+            return other
         steps = len(chain)
         chain.insert(0, n)
         self._index[(dev, key)] = n
@@ -591,18 +614,23 @@ class NeighTable:
         self.neigh_hold(n)
         if self.log is not None:
             self._note(now, "created", n, self.entries)
-        return n, t + self._own("neigh_create", self._c_create + steps * self._c_step)
+        lg.t = t + self._own(self._k_create, self._c_create + steps * self._c_step)
+        return n
 
-    def neigh_lookup_errno(self, key: int, dev: int, now: float) -> tuple[Neighbour | int, float]:
-        """Lookup, else create: the entry held, or a negative errno.
+    def neigh_lookup_errno(self, key: int, dev: int, now: float) -> Neighbour | int:
+        """Lookup, else create: the entry held, or a negative errno; seconds
+        in ``ledger.t``.
 
         Kernel: include/net/neighbour.h __neigh_lookup_errno.
         """
-        n, t = self.neigh_lookup(key, dev, now)
+        lg = self.ledger
+        n = self.neigh_lookup(key, dev, now)
         if n is not None:
-            return n, t
-        n, t2 = self.neigh_create(key, dev, now)
-        return n, t + t2
+            return n
+        t = lg.t
+        n = self.neigh_create(key, dev, now)
+        lg.t = t + lg.t
+        return n
 
     def _unlink(self, n: Neighbour) -> None:
         if n.nud_state == NUD_INCOMPLETE:
@@ -613,8 +641,9 @@ class NeighTable:
         n.dead = True
 
     # -- garbage collection -------------------------------------------------------------------
-    def neigh_forced_gc(self, now: float) -> tuple[bool, float]:
-        """Free every unreferenced entry; returns ``(shrunk, seconds)``.
+    def neigh_forced_gc(self, now: float) -> bool:
+        """Free every unreferenced entry; returns whether any went (seconds in
+        ``ledger.t``).
 
         Kernel: net/core/neighbour.c neigh_forced_gc (2.4.24).  Walks all 32
         buckets and every entry (taking each entry's lock); frees an entry if
@@ -637,7 +666,8 @@ class NeighTable:
         if self.log is not None:
             self._note(now, "forced gc", None, (visited, len(victims)))
         walk = (self._c_fgc + (NEIGH_HASHMASK + 1) * self._c_bucket + visited * self._c_entry)
-        return bool(victims), t + self._own("neigh_forced_gc", walk)
+        self.ledger.t = t + self._own(self._k_fgc, walk)
+        return bool(victims)
 
     def neigh_periodic_timer(self, now: float) -> float:
         """The table's GC timer (every ``gc_interval``); returns seconds.
@@ -673,7 +703,7 @@ class NeighTable:
                     n.nud_state = NUD_STALE          # neigh_suspect: slow path from now on
         self.gc_timer.mod(now + self.gc_interval)
         walk = self._c_periodic + (NEIGH_HASHMASK + 1) * self._c_bucket + visited * self._c_entry
-        return t + self._own("neigh_periodic_timer", walk)
+        return t + self._own(self._k_periodic, walk)
 
     # -- NUD state machine --------------------------------------------------------------------
     def neigh_timer_handler(self, n: Neighbour, now: float) -> float:
@@ -688,7 +718,7 @@ class NeighTable:
         and one more solicitation sent.  Leaving the timer states drops the
         timer's reference.
         """
-        t = self._own("neigh_timer_handler", self._c_timer)
+        t = self._own(self._k_timer, self._c_timer)
         state = n.nud_state
         p = self.parms
         if not state & NUD_IN_TIMER:
@@ -720,9 +750,9 @@ class NeighTable:
         n.probes += 1
         return t
 
-    def neigh_event_send(self, n: Neighbour, j: Any, dst: Any,
-                         now: float) -> tuple[int, float]:
-        """A packet wants to leave through ``n``; returns ``(outcome, seconds)``.
+    def neigh_event_send(self, n: Neighbour, j: Any, dst: Any, now: float) -> int:
+        """A packet wants to leave through ``n``; returns its outcome (seconds
+        in ``ledger.t``).
 
         Kernel: include/net/neighbour.h neigh_event_send and
         net/core/neighbour.c __neigh_event_send (2.4.24).  Refreshes
@@ -739,9 +769,11 @@ class NeighTable:
         """
         n.used = now
         state = n.nud_state
+        lg = self.ledger
         if state & (NUD_CONNECTED | NUD_DELAY | NUD_PROBE):
-            return NEIGH_XMIT, 0.0
-        t = self._own("neigh_event_send", self._c_event)
+            lg.t = 0.0
+            return NEIGH_XMIT
+        t = self._own(self._k_event, self._c_event)
         p = self.parms
         if not state & (NUD_STALE | NUD_INCOMPLETE):
             if p.mcast_probes + p.app_probes:
@@ -755,7 +787,8 @@ class NeighTable:
                 n.probes += 1
             else:
                 n.nud_state = NUD_FAILED
-                return NEIGH_DROP, t
+                lg.t = t
+                return NEIGH_DROP
         if n.nud_state == NUD_INCOMPLETE:
             if j is not None:
                 q = n.arp_queue
@@ -768,16 +801,18 @@ class NeighTable:
                 q.append((j, dst))
                 if self.log is not None:
                     self._note(now, "queued", n, len(q))
-            return NEIGH_QUEUED, t
+            lg.t = t
+            return NEIGH_QUEUED
         if n.nud_state == NUD_STALE:
             self.neigh_hold(n)
             n.nud_state = NUD_DELAY
             self._mod_timer(n, now + p.delay_probe_time)
-        return NEIGH_XMIT, t
+        lg.t = t
+        return NEIGH_XMIT
 
-    def neigh_resolve_output(self, n: Neighbour, j: Any, dst: Any,
-                             now: float) -> tuple[int, float]:
-        """Output decision for a packet whose dst is bound to ``n``.
+    def neigh_resolve_output(self, n: Neighbour, j: Any, dst: Any, now: float) -> int:
+        """Output decision for a packet whose dst is bound to ``n`` (seconds in
+        ``ledger.t``).
 
         Kernel: net/ipv4/ip_output.c ip_finish_output2 and
         net/core/neighbour.c neigh_resolve_output (2.4.24).  A CONNECTED
@@ -786,7 +821,8 @@ class NeighTable:
         any other goes through :meth:`neigh_event_send`.
         """
         if n.nud_state & NUD_CONNECTED:
-            return NEIGH_XMIT, 0.0
+            self.ledger.t = 0.0
+            return NEIGH_XMIT
         return self.neigh_event_send(n, j, dst, now)
 
     def neigh_sync(self, n: Neighbour, now: float) -> float:
@@ -804,13 +840,15 @@ class NeighTable:
             if now - n.confirmed > self.parms.reachable_time:
                 n.nud_state = NUD_STALE
         elif state & NUD_VALID and now - n.confirmed < self.parms.reachable_time:
-            t = self.neigh_del_timer(n, now)[1]
+            self.neigh_del_timer(n, now)
+            t = self.ledger.t
             n.nud_state = NUD_REACHABLE
         return t
 
     def neigh_update(self, n: Neighbour, lladdr: Any, new: int, override: bool, arp: bool,
-                     now: float) -> tuple[int, float]:
-        """Set a new state (and link-layer address); returns ``(err, seconds)``.
+                     now: float) -> int:
+        """Set a new state (and link-layer address); returns an errno (0 on
+        success), seconds in ``ledger.t``.
 
         Kernel: net/core/neighbour.c neigh_update (2.4.24); the caller holds
         a reference.  ``arp`` updates never touch NOARP/PERMANENT entries
@@ -824,21 +862,27 @@ class NeighTable:
         :meth:`neigh_resolve_output` (``sink.neigh_output`` per packet) while
         the entry stays valid.
         """
-        t = self._own("neigh_update", self._c_update)
+        lg = self.ledger
+        t = self._own(self._k_update, self._c_update)
         old = n.nud_state
         if arp and old & (NUD_NOARP | NUD_PERMANENT):
-            return -EPERM, t
+            lg.t = t
+            return -EPERM
         if not new & NUD_VALID:
-            t += self.neigh_del_timer(n, now)[1]
+            self.neigh_del_timer(n, now)
+            t += lg.t
             n.nud_state = new
-            return 0, t
+            lg.t = t
+            return 0
         if lladdr is not None:
             same = bool(old & NUD_VALID) and lladdr == n.ha
             if old & NUD_VALID and not same and not override:
-                return -EPERM, t
+                lg.t = t
+                return -EPERM
         else:
             if not old & NUD_VALID:
-                return -EINVAL, t
+                lg.t = t
+                return -EINVAL
             same = True
         t += self.neigh_sync(n, now)
         old = n.nud_state
@@ -847,20 +891,24 @@ class NeighTable:
         n.updated = now
         if old & NUD_VALID and same and (new == old or (new == NUD_STALE
                                                          and old & NUD_CONNECTED)):
-            return 0, t
-        t += self.neigh_del_timer(n, now)[1]
+            lg.t = t
+            return 0
+        self.neigh_del_timer(n, now)
+        t += lg.t
         n.nud_state = new
         if not same:
             n.ha = lladdr
             if not new & NUD_CONNECTED:
                 n.confirmed = now - 2 * self.parms.base_reachable_time
         if new == old:
-            return 0, t
+            lg.t = t
+            return 0
         if not old & NUD_VALID:
             if self.log is not None:
                 self._note(now, "resolved", n, len(n.arp_queue))
             t += self._flush_queue(n, now)
-        return 0, t
+        lg.t = t
+        return 0
 
     def _flush_queue(self, n: Neighbour, now: float) -> float:
         # neigh_update's loop: each packet through neigh->output (neigh_resolve_output)
@@ -868,8 +916,8 @@ class NeighTable:
         q = n.arp_queue
         while n.nud_state & NUD_VALID and q:
             j, dst = q.pop(0)
-            rc, t2 = self.neigh_resolve_output(n, j, dst, now)
-            t += t2
+            rc = self.neigh_resolve_output(n, j, dst, now)
+            t += self.ledger.t
             if rc == NEIGH_XMIT:
                 t += self.sink.neigh_output(j, dst, now)
             elif rc == NEIGH_DROP:
@@ -883,19 +931,22 @@ class NeighTable:
         """Upper-layer proof of reachability (dst_confirm -> neigh_confirm)."""
         n.confirmed = now
 
-    def neigh_event_ns(self, lladdr: Any, key: int, dev: int,
-                       now: float) -> tuple[Neighbour | None, float]:
-        """Learn a sender's address from its solicitation: the entry, held, STALE.
+    def neigh_event_ns(self, lladdr: Any, key: int, dev: int, now: float) -> Neighbour | None:
+        """Learn a sender's address from its solicitation: the entry, held, STALE
+        (seconds in ``ledger.t``).
 
         Kernel: net/core/neighbour.c neigh_event_ns (2.4.24): lookup or
         create, then ``neigh_update(STALE, override)``; ``None`` if the table
         is full.
         """
-        n, t = self.neigh_lookup_errno(key, dev, now)
+        lg = self.ledger
+        n = self.neigh_lookup_errno(key, dev, now)
         if isinstance(n, int):
-            return None, t
-        t += self.neigh_update(n, lladdr, NUD_STALE, True, True, now)[1]
-        return n, t
+            return None
+        t = lg.t
+        self.neigh_update(n, lladdr, NUD_STALE, True, True, now)
+        lg.t = t + lg.t
+        return n
 
     # -- views --------------------------------------------------------------------------------
     def __iter__(self):

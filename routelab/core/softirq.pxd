@@ -27,7 +27,8 @@ cdef class Cpu:
     cdef public SoftnetData softnet
     cdef public list devices
     cdef public Ledger ledger
-    cdef public long slot_rcu
+    cdef public long slot_rcu, slot_entry
+    cdef public long long runs
     cdef public IntervalLog ivlog
     cdef public long long ctxsw, ksoftirqd_wakeups, user_ticks, slivers
 

@@ -126,6 +126,8 @@ class Cpu:
         self.devices = devices
         self.ledger = ledger
         self.slot_rcu = ledger.slot("rcu_tasklet")
+        self.slot_entry = ledger.slot("net_rx_action")
+        self.runs = 0           # net_rx_action runs started (each paid the entry cost rr)
         self.busy = 0.0
         self.pass_n = 0
         self.pass_t0 = 0.0
@@ -151,7 +153,9 @@ class Cpu:
         """A packet that arrived at ``t`` gets the CPU: return when its service
         starts, and leave its CPU time so far in ``ledger.svc`` (``cost``,
         plus the run's entry cost if it starts a run, plus the RCU tasklet if
-        a run boundary ran it).
+        a run boundary ran it).  The runs are counted (:attr:`runs`), and
+        :meth:`finish` charges their entry cost to the ``net_rx_action``
+        slot (a count, not a charge per run: this is the hit path).
 
         Kernel: net/core/dev.c net_rx_action, process_backlog (2.4.24,
         2.6.0): a run ends after ``budget`` packets or once ``jiffies -
@@ -173,6 +177,7 @@ class Cpu:
             self.pass_t0 = start
             self.restarts = 0
             lg.svc = self.rr + cost
+            self.runs += 1
             return start
         start = b
         svc = cost
@@ -189,6 +194,7 @@ class Cpu:
                 flush_tx(self.devices, start)   # the RCU callbacks read reference counts
             start = self.do_softirq(start)
             svc = self.rr + lg.t + cost
+            self.runs += 1
             pn = 1
             self.pass_t0 = start
         self.pass_n = pn
@@ -317,7 +323,7 @@ class Cpu:
         return 0
 
     @cython.locals(start=cython.double, w=cython.double, end=cython.double,
-                   tick=cython.double, lg=Ledger)
+                   tick=cython.double, mark=cython.double, lg=Ledger)
     def do_softirq(self, start: float) -> float:
         """net_rx_action returned with work left at ``start``: what runs next,
         and where.  Returns when the next ``net_rx_action`` run starts; the
@@ -373,9 +379,10 @@ class Cpu:
             if self.use_rcu:
                 # the RCU tasklet, if a tick scheduled it (TASKLET_SOFTIRQ runs
                 # after NET_RX in the pass)
+                mark = lg.total
                 w = rcu.tasklet_at(self.num, start)
                 if w > 0.0:
-                    lg.charge(self.slot_rcu, w)
+                    lg.charge_rest(self.slot_rcu, w, mark)
         lg.t = w
         self.restarts += 1
         if self.restarts < self.max_restart:
@@ -459,7 +466,8 @@ class Cpu:
     def finish(self, duration: float) -> None:
         """End of the run: the softirq work still queued runs (ksoftirqd stops when
         it is done), the tasks run to the end, and the gettimeofday loop's last
-        gap is closed."""
+        gap is closed.  The runs' entry cost goes to the profile."""
+        self.ledger.charge(self.slot_entry, self.rr * self.runs)
         end = min(self.busy, duration)
         if self.rq is None:
             if self.in_ksoftirqd:
@@ -532,7 +540,7 @@ class TimerTick:
         rcu.tick_at = 1.0 / hz
         rcu.hz = hz
 
-    @cython.locals(due=cython.double, w=cython.double, c=Cpu)
+    @cython.locals(due=cython.double, w=cython.double, mark=cython.double, c=Cpu)
     def fire(self, due: float) -> float:
         """A tick on every CPU at ``due``."""
         rcu = self.rcu
@@ -544,8 +552,9 @@ class TimerTick:
         for c in self.cpus:
             if c.busy <= due and rcu.rcu_pending(c.num):
                 rcu.tick_seen[c.num] = math.floor(due * self.hz + 1e-6)
+                mark = self.ledger.total
                 w = rcu.rcu_tasklet(c.num, due)
-                self.ledger.charge(self.slot_rcu, w)
+                self.ledger.charge_rest(self.slot_rcu, w, mark)
                 c.charge(due, w)
         rcu.tick_at = next_tick(due, self.hz)
         if rcu.pending:

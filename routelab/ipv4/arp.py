@@ -14,13 +14,14 @@ of :mod:`routelab.core.neighbour`.
   broadcasts at once.
 * :meth:`Arp.arp_error_report` is ``dst_link_failure`` -> ``ipv4_link_failure``
   for one queued packet of a FAILED entry: ICMP host unreachable, then
-  ``dst_set_expires(dst, 0)``.  The engine does both in
-  ``sink.arp_error_report``.
+  ``dst_set_expires(dst, 0)``.  The sink does both
+  (:meth:`RunSink.arp_error_report` in a run).
 * :meth:`Arp.arp_bind_neighbour` finds or creates the neighbour a new route
   needs, keyed on ``rt_gateway``.
 
 The sink (one engine object shared with the generic table)
 --------------------------------------------------------------
+In a run the sink is a :class:`RunSink`; tests use small fakes.
 ``sink.arp_send(dev, target, broadcast, now) -> seconds``
     One ARP request leaves ``dev`` for ``target`` (broadcast or unicast).
 ``sink.arp_error_report(j, dst, now) -> seconds``
@@ -55,6 +56,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .. import costs as _costs
+from ..core.dev import dev_xmit_forwarded
+from ..core.dropreason import OUTCOMES
+from ..core.dst import dst_release, dst_set_expires
 from ..core.neighbour import (
     EINVAL,
     NUD_NOARP,
@@ -66,8 +71,21 @@ from ..core.neighbour import (
     NeighTable,
     neigh_config,
 )
+from ..core.skbuff import KIND
+from ..sim.ledger import Ledger
+from .icmp import ICMP_DEST_UNREACH
 
-__all__ = ["ArpDev", "Arp", "ArpSink", "arp_hash", "inet_addr_type", "ARP_COUNTERS"]
+__all__ = ["ArpDev", "Arp", "ArpSink", "RunSink", "arp_hash", "inet_addr_type",
+           "every_host_answers", "ARP_COUNTERS", "ARP_REPLY_S", "ARP_FRAME_BYTES"]
+
+# An ARP request for a host that exists is answered this long after it left.
+# ASSUMED: a PC's ARP reply on a 100 Mbit/s LAN (frame times ~7 us each way,
+# the host's interrupt and arp_rcv): 0.2 ms.
+ARP_REPLY_S = 0.2e-3
+ARP_FRAME_BYTES = 28 + 18     # ARP payload + Ethernet header and FCS (padded to 64)
+
+#: ARP's functions that charge their own cost, each to a ledger slot of its name.
+ARP_CHARGED = ("arp_constructor", "arp_solicit", "arp_rcv", "arp_bind_neighbour")
 
 # Counters of the ARP layer itself (the table keeps its own).
 ARP_COUNTERS = ("arp_req_bcast", "arp_req_ucast", "arp_app_probes", "arp_rcv_reply",
@@ -98,6 +116,11 @@ class ArpSink(NeighSink, Protocol):
     def arp_error_report(self, j: Any, dst: Any, now: float) -> float: ...
 
     def arp_reply_due(self, dev: int, addr: int, t_reply: float) -> None: ...
+
+
+def every_host_answers(dev: int, addr: int) -> float:
+    """The default ``exists``: every address answers after ``ARP_REPLY_S``."""
+    return ARP_REPLY_S
 
 
 def arp_hash(key: int, dev: int) -> int:
@@ -165,8 +188,10 @@ class Arp:
         ``neigh_*`` knob values (a router's whole sysctl dict will do).
     parms : NeighParms, optional
         Overrides the parms built from ``sysctl``.
-    hz, rng, now, cpu, charge
-        As for :class:`~routelab.core.neighbour.NeighTable`.
+    hz, rng, now, cpu, ledger
+        As for :class:`~routelab.core.neighbour.NeighTable` (ARP's own
+        functions charge their slots on the same ledger, and leave the
+        seconds of a call that returns something else in ``ledger.t``).
     """
 
     def __init__(self, clock: Any, sink: ArpSink, cost: Mapping[str, float], *,
@@ -175,7 +200,7 @@ class Arp:
                  broadcast_addrs: Iterable[int] = (), sysctl: Mapping[str, Any] | None = None,
                  parms: NeighParms | None = None, hz: int = 100,
                  rng: np.random.Generator | None = None, now: float = 0.0, cpu: int = 0,
-                 charge: Callable[[str, float], None] | None = None) -> None:
+                 ledger: Ledger | None = None) -> None:
         self.sink = sink
         self.exists = exists
         self.devs = dict(devs) if devs is not None else None
@@ -187,13 +212,15 @@ class Arp:
         self._c_solicit = cost["arp_solicit"]
         self._c_rcv = cost["arp_rcv"]
         self._c_bind = cost["arp_bind_neighbour"]
+        self.ledger = ledger = ledger if ledger is not None else Ledger()
+        self._k_ctor, self._k_solicit, self._k_rcv, self._k_bind = (
+            ledger.slot(fn) for fn in ARP_CHARGED)
         p, gc = neigh_config(sysctl)
         self.tbl = NeighTable(clock, sink, cost, hash=arp_hash,
                               constructor=self.arp_constructor, solicit=self.arp_solicit,
                               error_report=self.arp_error_report,
                               parms=parms if parms is not None else p, hz=hz, rng=rng,
-                              now=now, cpu=cpu, charge=charge, **gc)
-        self.charge = self.tbl.charge
+                              now=now, cpu=cpu, ledger=ledger, **gc)
 
     def _dev(self, dev: int) -> ArpDev | None:
         if self.devs is None:
@@ -201,8 +228,9 @@ class Arp:
         return self.devs.get(dev)
 
     # -- neigh_ops ----------------------------------------------------------------------------
-    def arp_constructor(self, n: Neighbour, now: float) -> tuple[int, float]:
-        """Protocol setup of a new entry; returns ``(err, seconds)``.
+    def arp_constructor(self, n: Neighbour, now: float) -> int:
+        """Protocol setup of a new entry; returns an errno (0: accepted),
+        seconds in ``ledger.t``.
 
         Kernel: net/ipv4/arp.c arp_constructor (2.4.24).  No in_device ->
         ``-EINVAL``.  A device without link header: NOARP (direct output).
@@ -212,10 +240,11 @@ class Arp:
         broadcast); all else stays NONE.
         """
         t = self._c_ctor
-        self.charge("arp_constructor", t)
+        self.ledger.charge(self._k_ctor, t)
+        self.ledger.t = t
         d = self._dev(n.dev)
         if d is None:
-            return -EINVAL, t
+            return -EINVAL
         n.type = inet_addr_type(n.key, self.local_addrs, self.broadcast_addrs)
         if not d.hard_header:
             n.nud_state = NUD_NOARP
@@ -228,7 +257,7 @@ class Arp:
         elif n.type == "broadcast" or d.pointopoint:
             n.nud_state = NUD_NOARP
             n.ha = "broadcast"
-        return 0, t
+        return 0
 
     def arp_solicit(self, n: Neighbour, now: float) -> float:
         """Send one ARP request for ``n``; returns seconds.
@@ -241,7 +270,7 @@ class Arp:
         p = self.tbl.parms
         left = n.probes - p.ucast_probes
         t = self._c_solicit
-        self.charge("arp_solicit", t)
+        self.ledger.charge(self._k_solicit, t)
         if left < 0:
             broadcast = False
             self.arp_req_ucast += 1
@@ -274,8 +303,7 @@ class Arp:
         return self.sink.arp_error_report(j, dst, now)
 
     # -- route binding ------------------------------------------------------------------------
-    def arp_bind_neighbour(self, dev: int, rt_gateway: int,
-                           now: float) -> tuple[Neighbour | int, float]:
+    def arp_bind_neighbour(self, dev: int, rt_gateway: int, now: float) -> Neighbour | int:
         """The neighbour a new route entry points at, held for it.
 
         Kernel: net/ipv4/arp.c arp_bind_neighbour (2.4.24), called by
@@ -285,8 +313,8 @@ class Arp:
         destination, the gateway otherwise (route.c rt_set_nexthop) -- or 0
         on loopback and point-to-point devices.  Lookup, else create.
 
-        Returns ``(n, seconds)`` with ``n`` held (store it as the dst's
-        neighbour; release it in dst_destroy), or a negative errno:
+        Returns ``n`` held (store it as the dst's neighbour; release it in
+        dst_destroy), or a negative errno, seconds in ``ledger.t``:
         ``-ENOBUFS`` when the table is full and the forced GC freed nothing,
         ``-EINVAL`` for a device without in_device.
 
@@ -306,14 +334,17 @@ class Arp:
         fails and ip_rcv_finish drops the packet.  Any other error: rt_drop
         and return it.
         """
+        lg = self.ledger
         t = self._c_bind
-        self.charge("arp_bind_neighbour", t)
+        lg.charge(self._k_bind, t)
         d = self._dev(dev)
         if d is None:
-            return -EINVAL, t
+            lg.t = t
+            return -EINVAL
         nexthop = 0 if d.loopback or d.pointopoint else rt_gateway
-        n, t2 = self.tbl.neigh_lookup_errno(nexthop, dev, now)
-        return n, t + t2
+        n = self.tbl.neigh_lookup_errno(nexthop, dev, now)
+        lg.t = t + lg.t
+        return n
 
     # -- receive ------------------------------------------------------------------------------
     def arp_rcv(self, dev: int, sip: int, lladdr: Any, now: float, *, op: str = "reply",
@@ -331,8 +362,9 @@ class Arp:
         has passed since the entry's last update (the first of several
         differing replies wins).
         """
+        lg = self.ledger
         t = self._c_rcv
-        self.charge("arp_rcv", t)
+        lg.charge(self._k_rcv, t)
         if op == "reply":
             self.arp_rcv_reply += 1
         elif op == "request":
@@ -343,17 +375,18 @@ class Arp:
             return t
         tbl = self.tbl
         if op == "request" and tip_local:
-            n, t2 = tbl.neigh_event_ns(lladdr, sip, dev, now)
-            t += t2
+            n = tbl.neigh_event_ns(lladdr, sip, dev, now)
+            t += lg.t
             if n is not None:
                 t += tbl.neigh_release(n, now)
             return t
-        n, t2 = tbl.neigh_lookup(sip, dev, now)
-        t += t2
+        n = tbl.neigh_lookup(sip, dev, now)
+        t += lg.t
         if n is not None:
             override = now - n.updated >= tbl.parms.locktime
             state = NUD_REACHABLE if op == "reply" and pkt_host else NUD_STALE
-            t += tbl.neigh_update(n, lladdr, state, override, True, now)[1]
+            tbl.neigh_update(n, lladdr, state, override, True, now)
+            t += lg.t
             t += tbl.neigh_release(n, now)
         return t
 
@@ -362,7 +395,7 @@ class Arp:
         that has been up a while has for its gateways: created as a lookup
         would (``neigh_create``), then updated as an ARP reply would."""
         tbl = self.tbl
-        n, _ = tbl.neigh_lookup_errno(addr, dev, now)
+        n = tbl.neigh_lookup_errno(addr, dev, now)
         if isinstance(n, int):
             raise RuntimeError(f"cannot prime neighbour {addr:#x} on device {dev}: error {n}")
         tbl.neigh_update(n, ("lladdr", addr), NUD_REACHABLE, True, True, now)
@@ -379,3 +412,167 @@ class Arp:
         """``ip -s neigh``-like listing with device names from ``devs``."""
         names = {i: d.name for i, d in self.devs.items() if d.name} if self.devs else None
         return self.tbl.ip_neigh(names)
+
+
+class RunSink:
+    """The neighbour layer's sink in a run: what becomes of the packets the
+    table holds, and the ARP frames on the wires.  It builds the run's
+    :class:`Arp` (``self.arp``) on itself.
+
+    It owns what it needs of the run: the devices (:class:`~routelab.core.dev.NetDevice`),
+    the CPUs (for ARP receive work), the ICMP output, the ledger, a way to
+    inject born packets (``inject(fields, t) -> j``, the run's) and the
+    packet columns of the current window (:meth:`window`).  A held packet's
+    token is ``(window number, j)``: one queued in an earlier window ends
+    there as ``held_neigh`` and here only gives back its route reference.
+
+    Parameters
+    ----------
+    clock, cost
+        The run's clock and ``CostTable.fn``.
+    devices, cpus, icmp, ledger
+        The run's stage objects.
+    inject : callable
+        ``inject(fields, t) -> j``: a packet born in the run (an ARP reply).
+    router_addr : int
+        The router's address (the replies' destination).
+    speeds : iterable of float
+        Each device's link speed, bit/s (0: no wire), for the ARP frames'
+        wire time.
+    **arp
+        Keyword arguments of :class:`Arp` (``exists``, ``local_addrs``,
+        ``sysctl``, ``hz``, ``rng``); the ledger is this one.
+    """
+
+    def __init__(self, clock: Any, cost: Mapping[str, float], devices: list, cpus: list,
+                 icmp: Any, ledger: Ledger, inject: Callable[[dict, float], int],
+                 router_addr: int, speeds: Iterable[float], **arp: Any) -> None:
+        self.devices = devices
+        self.cpus = cpus
+        self.icmp = icmp
+        self.ledger = ledger
+        self.inject = inject
+        self.router_addr = router_addr
+        self.pk = None
+        self.wno = 0
+        self.schedule = None           # the run's Schedule (deliveries to hosts), set by the run
+        self._slot = ledger.slot("neighbour output (ARP frames, ICMP, kfree_skb)")
+        self._arp_wire = [float(_costs.wire_bytes(ARP_FRAME_BYTES)) * 8.0 / speed
+                          if speed > 0 else 0.0 for speed in speeds]
+        self._c_kfree = cost["kfree_skb"]
+        self._c_icmp = _costs.composed(cost, "icmp_send")
+        self._c_arp_xmit = _costs.composed(cost, "arp_xmit")
+        self._c_rcv = cost["arp_rcv"]
+        self.arp = Arp(clock, self, cost, ledger=ledger, **arp)
+
+    def window(self, pk: Any, wno: int) -> None:
+        """The current window's packet columns and number (``None``: the run ended)."""
+        self.pk = pk
+        self.wno = wno
+
+    def _mine(self, token: tuple[int, int]) -> int:
+        """The packet index of a queued packet's token, or -1 if it was queued
+        in an earlier window (its outcome there stays ``held_neigh``)."""
+        wno, j = token
+        return j if wno == self.wno else -1
+
+    # -- the output path ----------------------------------------------------------
+    def ip_finish_output2(self, j: int, e: Any, now: float) -> int:
+        """Packet ``j`` whose route ``e``'s neighbour is not CONNECTED: the
+        table's verdict (``NEIGH_XMIT``, ``NEIGH_QUEUED``, ``NEIGH_DROP``),
+        seconds in ``ledger.t``.
+
+        Kernel: net/ipv4/ip_output.c ip_finish_output2 -> neigh->output =
+        net/core/neighbour.c neigh_resolve_output.  On ``NEIGH_XMIT`` the
+        caller transmits (:func:`~routelab.core.dev.dev_xmit_forwarded`); a
+        queued packet keeps its route reference and ends later in
+        :meth:`neigh_output`, :meth:`neigh_queue_drop` or
+        :meth:`arp_error_report`.
+        """
+        return self.arp.tbl.neigh_resolve_output(e.neigh, (self.wno, j), e, now)
+
+    # -- the table's callbacks ----------------------------------------------------
+    def neigh_output(self, token: tuple[int, int], dst: Any, now: float) -> float:
+        """The neighbour resolved: its queued packet leaves now.  (Its output
+        path was charged with its service: 0 s here.)"""
+        j = self._mine(token)
+        if j < 0:
+            dst_release(dst)
+            return 0.0
+        pk = self.pk
+        dev_xmit_forwarded(self.devices[pk.value(j, "oif")], self.ledger, self.schedule, pk, j,
+                           now, dst)
+        return 0.0
+
+    def neigh_queue_drop(self, token: tuple[int, int], dst: Any, now: float) -> float:
+        """Pushed out of a full unresolved queue, or purged: kfree_skb."""
+        j = self._mine(token)
+        if j >= 0:
+            self.ledger.drop(j, OUTCOMES["drop_arp_queue"])
+        dst_release(dst)
+        self.ledger.charge(self._slot, self._c_kfree)
+        return self._c_kfree
+
+    def arp_error_report(self, token: tuple[int, int], dst: Any, now: float) -> float:
+        """The address never resolved (arp_error_report -> dst_link_failure ->
+        ipv4_link_failure): ICMP host unreachable to the packet's source
+        (through icmp_send's limiter), the route marked to expire now, the
+        packet freed."""
+        j = self._mine(token)
+        t = self._c_kfree
+        log = self.arp.tbl.log
+        if j >= 0:
+            pk = self.pk
+            dep = self.icmp.icmp_send(ICMP_DEST_UNREACH, pk.value(j, "dev"), now,
+                                      pk.value(j, "iwire"), pk.value(j, "saddr"), True)
+            self.icmp.host_unreach += 1
+            if log is not None:
+                log.append((now, "host unreachable" if dep == dep else "icmp rate-limited",
+                            dst.key >> 32, "", pk.value(j, "saddr")))
+            t += self._c_icmp
+            self.ledger.drop(j, OUTCOMES["drop_neigh_failed"])
+        dst_set_expires(dst, now, 0.0)
+        if log is not None:
+            log.append((now, "route expires", dst.key >> 32, "", dst.expires))
+        dst_release(dst)
+        self.ledger.charge(self._slot, t)
+        return t
+
+    def arp_send(self, dev: int, target: int, broadcast: bool, now: float) -> float:
+        """An ARP request frame leaves by ``dev`` (dev_queue_xmit, the driver)."""
+        nd = self.devices[dev]
+        dep = nd.dev_queue_xmit(now, self._arp_wire[dev], None, None, 0)
+        if dep == dep:
+            nd.tx_packets += 1
+        self.ledger.charge(self._slot, self._c_arp_xmit)
+        return self._c_arp_xmit
+
+    def arp_reply_due(self, dev: int, addr: int, t_reply: float) -> None:
+        """A host answers the request: its ARP reply arrives at ``t_reply``, as
+        a frame born in the run (it passes the NIC and the softirq like any)."""
+        self.inject(dict(iif=dev, saddr=addr, daddr=self.router_addr, tos=0, proto=0,
+                         length=28, ttl=64, df=False, cloned=False, headroom=16, hdr_err=0,
+                         kind=KIND["arp"], tag=-1), t_reply)
+
+    # -- receive and the end ------------------------------------------------------
+    def arp_rcv(self, j: int, d: int, now: float) -> None:
+        """ARP frame ``j`` reaches arp_rcv at the end of its service on device
+        ``d``: the neighbour is updated (its queue flushed); that work, beyond
+        the ``arp_rcv`` its service already paid, is charged on ``d``'s CPU
+        after it."""
+        pk = self.pk
+        self.ledger.drop(j, OUTCOMES["arp"])
+        sip = pk.value(j, "saddr")
+        s = self.arp.arp_rcv(d, sip, ("lladdr", sip), now) - self._c_rcv
+        if s > 0:
+            self.cpus[self.devices[d].cpu].charge(now, s)
+
+    def finish(self) -> None:
+        """End of the run: packets still waiting for a resolution stay
+        ``held_neigh`` and give back their route reference (so that every
+        reference taken during the run is dropped)."""
+        for n in self.arp.tbl:
+            for _token, dst in n.arp_queue:
+                dst_release(dst)
+            n.arp_queue.clear()
+        self.window(None, self.wno)

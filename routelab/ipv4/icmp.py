@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import cython
 
+from ..costs import composed
+
 __all__ = ["icmp_error_len", "ICMP_RATELIMIT", "XRLIM_BURST_FACTOR", "ERROR_COST", "ERROR_BURST",
            "xrlim_allow", "ip_error_allow", "redirect_allow", "RedirectState"]
 
@@ -108,13 +110,6 @@ _ECHOREPLY, _DEST_UNREACH, _REDIRECT, _TIME_EXCEEDED = 0, 3, 5, 11
 _NAN = float("nan")
 
 
-def icmp_send_cost(c: dict) -> float:
-    """CPU seconds of one ICMP message the router originates: icmp_send (with
-    its output route lookup and rate-limit check), ip_output, the qdisc and
-    the driver."""
-    return c["icmp_send"] + c["ip_output"] + c["dev_queue_xmit"] + c["hard_start_xmit"]
-
-
 class Icmp:
     """The router's ICMP output during a run: counters, rate limits, queueing.
 
@@ -156,7 +151,7 @@ class Icmp:
         self.xrlim: dict = {}
         self.errlim: dict = {}
         self.redir: dict = {}
-        self.send_cost = icmp_send_cost(cost)
+        self.send_cost = composed(cost, "icmp_send")
 
     @cython.locals(now=cython.double, ok=cython.bint)
     def xrlim_allow(self, saddr, now: float) -> bool:

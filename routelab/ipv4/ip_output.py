@@ -113,8 +113,7 @@ def ip_output_plan(length, oif, mtu, df, cost: dict, copy_s_per_byte: float,
     # (clipped per device, then gathered: the same values as clipping per packet)
     m = np.clip(np.asarray(mtu, dtype=np.int64), 68, 65535)[oif_c]
     napi = np.asarray(out_napi, dtype=bool)
-    per_frag = (cost["dev_queue_xmit"] + cost["hard_start_xmit"] + cost["tx_complete"]
-                + np.where(napi, 0.0, cost["tx_irq"]))
+    per_frag = composed(cost, "xmit_per_frag") + np.where(napi, 0.0, cost["tx_irq"])
     # Most packets fit their MTU: one frame, no ip_fragment.  Only the others go
     # through fragment_plan (the same arithmetic, on that subset).
     nfrag = np.ones(length.shape, dtype=np.int64)

@@ -106,10 +106,9 @@ cdef class RouteCache(DstFamily):
     cdef public long long[:] hsearch, misses
     cdef public list devices
     cdef public double _c_kfree
-    cdef public long _slot_slow
+    cdef public long _slot_slow, _slot_gc
     cdef public object arp
     cdef public long long neigh_overflows
-    cdef public double neigh_s
     cdef public long flushes, hashed
 
     cpdef long long jiffies(self, double t)

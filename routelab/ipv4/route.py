@@ -143,8 +143,7 @@ def gc_scan_cost(cost: dict, buckets: int, entries: int) -> float:
     """Seconds a GC pass spends visiting ``buckets`` chains and ``entries`` entries.
 
     What ``rt_garbage_collect`` charges for its walk (on top of its entry cost
-    ``rt_garbage_collect`` and the frees); also used to price the passes of
-    ``RouteCache.gc_log`` afterwards.
+    ``rt_garbage_collect`` and the frees).
     """
     return buckets * cost["gc_bucket"] + entries * cost["gc_entry"]
 
@@ -302,14 +301,16 @@ class RouteCache(DstFamily):
         self.devices = []     # the run's NetDevices (TX completions before the slow path)
         self._c_kfree = cost["kfree_skb"]
         self._slot_slow = self.ledger.slot("route_slow")
+        self._slot_gc = self.ledger.slot("rt_garbage_collect")
         # the ARP layer (routelab.ipv4.arp.Arp) new unicast routes bind their
         # neighbour through (None: no neighbours modelled, e.g. kernel 2.0)
         self.arp = None
         self.neigh_overflows = 0       # "Neighbour table overflow." (rt_intern_hash)
-        self.neigh_s = 0.0             # seconds the last insert spent binding
         self.flushes = 0
         self.hashed = 0             # entries currently in the table
-        self.gc_log: list[tuple] = []  # (time, cpu, outcome, buckets, entries_visited, freed)
+        # one row per pass that ran: (time, cpu, outcome, buckets, entries_visited,
+        # freed, seconds -- the pass's CPU time, its frees included)
+        self.gc_log: list[tuple] = []
         self._hash = rt_hash_fold if kernel.hash == "fold" else rt_hash_jhash
         self._score_age = kernel.score == "age"
         self._c_rt_free = cost["rt_free"]
@@ -390,7 +391,7 @@ class RouteCache(DstFamily):
     @cython.initializedcheck(False)
     @cython.locals(j=cython.Py_ssize_t, now=cython.double, cpu=cython.long, e=DstEntry,
                    steps=cython.Py_ssize_t, chain=list, key=cython.ulonglong, ik=cython.long,
-                   hh=cython.long, ts=cython.double, lg=Ledger)
+                   hh=cython.long, ts=cython.double, mark=cython.double, lg=Ledger)
     def ip_route_input(self, pk: Packets, j: int, now: float, cpu: int) -> DstEntry | None:
         """Route packet ``j`` of ``pk`` at ``now`` on ``cpu``: the cached entry,
         with a reference taken for the packet, or the slow path's.
@@ -431,12 +432,13 @@ class RouteCache(DstFamily):
             return e
         self.misses[cpu] += 1
         flush_tx(self.devices, now)
-        self.neigh_s = 0.0
+        mark = lg.total
         e = self.ip_route_input_slow(now, cpu, key, ik, hh, pk.rtype[j], pk.oif[j], pk.gw[j],
                                      pk.nrules[j], pk.martian[j])
         ts = lg.t
         lg.svc += ts
-        lg.charge(self._slot_slow, ts - self.neigh_s)
+        # (the GC and the neighbour layer, if they ran, charged their own slots)
+        lg.charge_rest(self._slot_slow, ts, mark)
         if e is None:
             lg.drop(j, lg.why)
             # the packet's cost assumed a completed path; a refused packet is freed
@@ -526,7 +528,7 @@ class RouteCache(DstFamily):
                    key=cython.ulonglong, ik=cython.long,
                    length=cython.Py_ssize_t, pos=cython.Py_ssize_t, long_chain=cython.bint,
                    scoring=cython.bint, min_score=cython.longlong, s=cython.longlong,
-                   t=cython.double, chain=list)
+                   t=cython.double, ts=cython.double, bound=cython.bint, chain=list)
     def rt_intern_hash(self, e: DstEntry, h: int, now: float, cpu: int) -> DstEntry | None:
         """Insert a new entry at the head of its chain; return the entry used.
 
@@ -542,8 +544,8 @@ class RouteCache(DstFamily):
         route-cache shrink) prints "Neighbour table overflow.", drops the new
         entry and returns ``None``.  The ``nocache`` profile frees the new
         entry instead of inserting it (story 1's hack), after binding it.
-        The seconds are left in ``ledger.t``; those spent binding also in
-        :attr:`neigh_s`.
+        The seconds are left in ``ledger.t`` (the binding's included; the
+        neighbour layer charges its own slots).
         """
         self._check_args(cpu, h)
         chain = self.table[h]
@@ -576,27 +578,26 @@ class RouteCache(DstFamily):
                 if s <= min_score:
                     cand, min_score = r, s
         t = self._c_intern + length * self._c_step
-        self.neigh_s = 0.0
         if self._nocache:
             # Walter's hack: never insert; the packet keeps its own dst, which
             # is freed at once and so lands on the dst garbage list.
-            if not self._bind(e, now):
-                t += self.neigh_s + self.rt_free(e, now, cpu)
-                self.ledger.t = t
-                return None
-            t += self.neigh_s + self.rt_free(e, now, cpu)
+            bound = self._bind(e, now)
+            ts = self.ledger.t
+            t += ts + self.rt_free(e, now, cpu)
             self.ledger.t = t
-            return e
+            return e if bound else None
         # trim: the lowest-scoring unreferenced entry (the last of equal scores)
         if cand is not None and (long_chain or not (min_score >> 31) & 1):
             chain.remove(cand)
             t += self.rt_free(cand, now, cpu)
-        if not self._bind(e, now):
+        bound = self._bind(e, now)
+        ts = self.ledger.t
+        if not bound:
             # rt_drop: the packet's reference goes, the entry is freed
-            t += self.neigh_s + self.rt_free(e, now, cpu)
+            t += ts + self.rt_free(e, now, cpu)
             self.ledger.t = t
             return None
-        t += self.neigh_s
+        t += ts
         chain.insert(0, e)
         e.state = HASHED
         e.bucket = h
@@ -606,12 +607,12 @@ class RouteCache(DstFamily):
 
     def _bind(self, e: DstEntry, now: float) -> bool:
         """arp_bind_neighbour for a unicast route; False on ENOBUFS (the
-        entry's packet reference is dropped: rt_drop).  Seconds in neigh_s."""
+        entry's packet reference is dropped: rt_drop).  Seconds in ``ledger.t``."""
         if self.arp is None or e.rtype != _RTN_UNICAST:
+            self.ledger.t = 0.0
             return True
         gateway = e.gw if e.gw else e.key >> 32        # rt_gateway (rt_set_nexthop)
-        n, s = self.arp.arp_bind_neighbour(e.oif, gateway, now)
-        self.neigh_s = s
+        n = self.arp.arp_bind_neighbour(e.oif, gateway, now)
         if isinstance(n, int):
             self.neigh_overflows += 1
             dst_release(e)
@@ -702,25 +703,32 @@ class RouteCache(DstFamily):
         self.rover = k
         t += gc_scan_cost(c, visited_b, visited_e)
         if goal <= 0:
-            self.gc_log.append((now, cpu, "done", visited_b, visited_e, freed))
+            t += self._work_done()
+            self.gc_log.append((now, cpu, "done", visited_b, visited_e, freed, t))
             lg.ok = True
-            return t + self._work_done()
+            return t
         st[S_GC_GOAL_MISS] += 1
         if self.expire:
             self.expire >>= 1
         if dst.entries < self.max_size:
-            self.gc_log.append((now, cpu, "miss", visited_b, visited_e, freed))
+            self.gc_log.append((now, cpu, "miss", visited_b, visited_e, freed, t))
             lg.ok = True
             return t
         st[S_GC_DST_OVERFLOW] += 1
-        self.gc_log.append((now, cpu, "overflow", visited_b, visited_e, freed))
+        self.gc_log.append((now, cpu, "overflow", visited_b, visited_e, freed, t))
         lg.ok = False
         return t
 
+    @cython.locals(mark=cython.double, t=cython.double)
     def gc(self, now: float, cpu: int) -> float:
         """``ipv4_dst_ops.gc``: the seam through which ``dst_alloc`` calls
-        :meth:`rt_garbage_collect`."""
-        return self.rt_garbage_collect(now, cpu)
+        :meth:`rt_garbage_collect`, whose seconds it charges to the
+        ``rt_garbage_collect`` slot (what the entries it freed charged to
+        their own slots -- a neighbour destroyed -- excluded)."""
+        mark = self.ledger.total
+        t = self.rt_garbage_collect(now, cpu)
+        self.ledger.charge_rest(self._slot_gc, t, mark)
+        return t
 
     def _work_done(self) -> float:
         self.expire += int(round(self.gc_min_interval * self.hz))

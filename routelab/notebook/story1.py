@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.skbuff import KIND
-from ..ipv4.route import gc_scan_cost
 from ..result import Result
+from ..result.profile import LEDGER_ROWS
 from ..scenarios import worm
 from .plots import (
     CACHE_SERIES,
@@ -48,6 +48,7 @@ __all__ = [
     "sweep_figure",
     "sweep_table",
     "gc_pass_seconds",
+    "gc_seconds",
     "gc_passes",
     "knob_trials",
     "trials_table",
@@ -542,10 +543,15 @@ def sweep_figure(sw: Sweep, *, sourced_pps: float | None = None):
 
 
 def gc_pass_seconds(res: Result) -> list[float]:
-    """CPU seconds of each GC pass that really ran (entry cost plus the walk, without frees)."""
-    cost = res.config.costs.fn
-    return [cost["rt_garbage_collect"] + gc_scan_cost(cost, b, e)
-            for (_t, _cpu, _what, b, e, _freed) in res.extra.get("gc_log", [])]
+    """CPU seconds of each GC pass that really ran, as the model charged it
+    (entry cost, the walk and the frees: the last field of ``gc_log``)."""
+    return [row[6] for row in res.extra.get("gc_log", [])]
+
+
+def gc_seconds(res: Result) -> float:
+    """CPU seconds of every ``rt_garbage_collect`` call of the run (the passes
+    that ran and the calls ``gc_min_interval`` cut short): its profile row."""
+    return res.profile.get(LEDGER_ROWS["rt_garbage_collect"], 0.0)
 
 
 def gc_passes(res: Result) -> str:
@@ -555,7 +561,7 @@ def gc_passes(res: Result) -> str:
         return "no GC pass ran (every call was skipped, or the cache never passed gc_thresh)"
     lines = [f"{'time [s]':>9} {'outcome':>8} {'buckets':>8} {'entries':>8} {'freed':>6} "
              f"{'CPU [ms]':>9}"]
-    for (t, _cpu, what, b, e, freed), secs in zip(log[:12], gc_pass_seconds(res), strict=False):
+    for t, _cpu, what, b, e, freed, secs in log[:12]:
         lines.append(f"{t:9.3f} {what:>8} {b:8d} {e:8d} {freed:6d} {secs * 1e3:9.2f}")
     if len(log) > 12:
         lines.append(f"... {len(log) - 12} more passes")
@@ -587,12 +593,12 @@ def trials_table(rows: list[tuple[str, dict]]) -> str:
 
 
 def dst_gc_work(res: Result) -> dict:
-    """What ``dst_run_gc`` did in a run: runs, garbage-list entries examined, CPU seconds."""
+    """What ``dst_run_gc`` did in a run: runs, garbage-list entries examined, CPU
+    seconds (its profile row: the walks and the entries it destroyed)."""
     log = res.extra.get("dst_gc_log", [])
-    c = res.config.costs.fn
     walked = sum(w for _, w, _ in log)
     return {"runs": len(log), "walked": walked,
-            "cpu_s": sum(c["dst_run_gc"] + w * c["dst_gc_entry"] for _, w, _ in log),
+            "cpu_s": res.profile.get(LEDGER_ROWS["dst_run_gc"], 0.0),
             "garbage_max": res.summary()["dst_garbage_max"]}
 
 

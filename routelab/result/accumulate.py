@@ -7,7 +7,10 @@ import numpy as np
 from .bins import hardirq_in_bins
 from .profile import packet_profile
 
-__all__ = ["Accumulator"]
+__all__ = ["Accumulator", "PROFILE_COLUMNS"]
+
+#: the array stages' columns the profile reads (of offered and born packets)
+PROFILE_COLUMNS = ("napi", "fwd_cost", "out_cost", "route_hit_cost")
 
 
 class Accumulator:
@@ -25,9 +28,11 @@ class Accumulator:
         self.irq = np.zeros((ncpu, edges.size - 1))
         self.prof: dict[str, float] = {}
 
-    def add(self, config, has_cache: bool, p: dict, pk) -> None:
+    def add(self, config, has_cache: bool, p: dict, pk, p_born: dict | None = None) -> None:
         """Keep one window's packets: ``p`` (the array stages' columns of the
-        offered ones) and ``pk`` (the window's :class:`~routelab.sim.columns.Packets`)."""
+        offered ones), ``pk`` (the window's :class:`~routelab.sim.columns.Packets`)
+        and ``p_born`` (the array stages' columns of the packets born in the
+        window, in order, or ``None`` if none was)."""
         n, n0 = pk.n, pk.n0
         o = np.frombuffer(pk.outcome, dtype=np.uint8).astype(np.int8)
         dev = pk.array("dev").astype(np.int16)
@@ -43,9 +48,18 @@ class Accumulator:
             part["t_depart"].append(np.array(pk.array("t_depart"), dtype=np.float64))
         self.irq += hardirq_in_bins(config, p, {"outcome": o, "t_start": ts, "dev": dev}, n0,
                                     self.edges)
-        for name, secs in packet_profile(config, has_cache, p, o[:n0]).items():
+        cols = {}
+        for name in PROFILE_COLUMNS:
+            a = np.broadcast_to(np.asarray(p[name]), (n0,))
+            if p_born is not None:
+                b = np.broadcast_to(np.asarray(p_born[name]), (n - n0,))
+                a = np.concatenate([a, b])
+            cols[name] = a
+        m = n if p_born is not None else n0     # (without p_born: the offered packets only)
+        arrays = {"outcome": o[:m], "dev": dev[:m], "cls": pk.array("cls", m),
+                  "rtype": pk.array("rtype", m)}
+        for name, secs in packet_profile(config, has_cache, cols, arrays).items():
             self.prof[name] = self.prof.get(name, 0.0) + secs
-        del n
 
     def packets(self) -> dict:
         """The per-packet arrays of the whole run."""

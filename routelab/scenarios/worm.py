@@ -40,10 +40,11 @@ from ..core.skbuff import PacketTrace, ip_to_int
 from ..hosts import HostGroup
 from ..hosts.echo import EchoHost, Pinger
 from ..hosts.lan import ProbeResponder
+from ..ipv4.arp import ARP_REPLY_S
 from ..ipv4.fib import Fib, Route, Rule
 from ..residence import PLAN_KNOBS, AddressPlan
 from ..result import Result
-from ..router import ARP_REPLY_S, Device, Router
+from ..router import Device, Router
 from ..sysctl import Knob
 from ..traffic import background, pings
 from ..worms import blaster, outside_scanners, welchia

@@ -5,7 +5,7 @@ cimport cython
 
 @cython.final
 cdef class Ledger:
-    cdef public double t, svc
+    cdef public double t, svc, total
     cdef public long why
     cdef public bint ok
     cdef public bytearray outcome
@@ -16,4 +16,6 @@ cdef class Ledger:
 
     cpdef long slot(self, str name) except -1
     cpdef int charge(self, long k, double seconds) except -1
+    cpdef int charge_rest(self, long k, double seconds, double mark) except -1
+    cpdef int clear(self) except -1
     cpdef int drop(self, Py_ssize_t j, long reason) except -1

@@ -13,6 +13,13 @@ them) that the per-packet arrays cannot account for by themselves (the slow
 path, timers, RCU callbacks, interrupts of dropped frames).  A slot is made
 once with :meth:`Ledger.slot` and charged with :meth:`Ledger.charge`; the
 additions are the same IEEE double additions whether compiled or not.
+Every second of CPU time is charged to exactly one slot, where it is spent
+(its *exclusive* time): a stage that calls other stages which charge their
+own slots -- a timer handler freeing neighbours, the slow path running the
+GC -- charges only the rest, with :meth:`Ledger.charge_rest` and a mark
+(:attr:`Ledger.total`) taken before the call, the way a profiler subtracts
+the children from a function's inclusive time.  So the profile adds up to
+the CPU's busy time.
 
 Finally it records the outcome of each packet: :meth:`Ledger.drop` writes a
 code into the current window's outcome column.
@@ -51,6 +58,8 @@ class Ledger:
     born : int
         Packets born (injected by a host) since the run last looked: the
         dispatcher then picks its next packet afresh.
+    total : float
+        Seconds charged to all slots so far (a mark for :meth:`charge_rest`).
     """
 
     def __init__(self) -> None:
@@ -60,6 +69,7 @@ class Ledger:
         self.ok = True
         self.outcome = None
         self.born = 0
+        self.total = 0.0
         self._names: list[str] = []
         self._acc = array("d")
         self.acc = self._acc
@@ -82,6 +92,27 @@ class Ledger:
     def charge(self, k: int, seconds: float) -> int:
         """Add ``seconds`` to slot ``k`` (see :meth:`slot`)."""
         self.acc[k] += seconds
+        self.total += seconds
+        return 0
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.locals(rest=cython.double)
+    def charge_rest(self, k: int, seconds: float, mark: float) -> int:
+        """Charge to slot ``k`` what of ``seconds`` (a stage's inclusive time)
+        the stages it called have not charged to their own slots since
+        ``mark`` (the :attr:`total` read before the call)."""
+        rest = seconds - (self.total - mark)
+        self.acc[k] += rest
+        self.total += rest
+        return 0
+
+    def clear(self) -> int:
+        """Zero every slot and :attr:`total` (the slots stay): set-up work
+        before a run starts is no part of its profile."""
+        for k in range(len(self._names)):
+            self.acc[k] = 0.0
+        self.total = 0.0
         return 0
 
     def charged(self, name: str) -> float:

@@ -57,7 +57,8 @@ class Proto:
 
     def constructor(self, n, now):
         self.ctor_calls += 1
-        return self.ctor_err, 0.0
+        self.ledger.t = 0.0          # (the table's ledger: seconds of the call)
+        return self.ctor_err
 
     def solicit(self, n, now):
         self.solicits.append((now, n.key, n.probes))
@@ -73,11 +74,12 @@ def make(clock, sink, **kw):
     kw.setdefault("rng", np.random.default_rng(1))
     tbl = NeighTable(clock, sink, COST, hash=proto.hash, constructor=proto.constructor,
                      solicit=proto.solicit, error_report=proto.error_report, **kw)
+    proto.ledger = tbl.ledger
     return tbl, proto
 
 
 def create(tbl, key, now=0.0, dev=0):
-    n, _ = tbl.neigh_create(key, dev, now)
+    n = tbl.neigh_create(key, dev, now)
     assert not isinstance(n, int)
     return n
 
@@ -165,21 +167,26 @@ def test_create_and_lookup_walk_one_chain(fake_clock, fake_sink):
     base = COST["neigh_alloc"] + COST["neigh_create"]
     costs = []
     for i, key in enumerate((0, 32, 64)):       # all in bucket 0
-        n, t = tbl.neigh_create(key, 0, 1.0)
+        n = tbl.neigh_create(key, 0, 1.0)
+        t = tbl.ledger.t
         assert n.refcnt == 2 and n.nud_state == NUD_NONE and not n.dead
         assert n.confirmed == pytest.approx(1.0 - 60.0) and n.used == n.updated == 1.0
         costs.append(t)
         assert t == pytest.approx(base + i * step)   # the second walk sees i entries
     assert [n.key for n in tbl.buckets[0]] == [64, 32, 0]     # head insert
-    n, t = tbl.neigh_lookup(0, 0, 2.0)
+    n = tbl.neigh_lookup(0, 0, 2.0)
+    t = tbl.ledger.t
     assert n.key == 0 and n.refcnt == 3 and t == pytest.approx(COST["neigh_lookup"] + 3 * step)
-    n, t = tbl.neigh_lookup(64, 0, 2.0)
+    n = tbl.neigh_lookup(64, 0, 2.0)
+    t = tbl.ledger.t
     assert n.key == 64 and t == pytest.approx(COST["neigh_lookup"] + 1 * step)
-    n, t = tbl.neigh_lookup(96, 0, 2.0)
+    n = tbl.neigh_lookup(96, 0, 2.0)
+    t = tbl.ledger.t
     assert n is None and t == pytest.approx(COST["neigh_lookup"] + 3 * step)
-    n, t = tbl.neigh_lookup(1, 0, 2.0)                        # bucket 1 is empty
+    n = tbl.neigh_lookup(1, 0, 2.0)                           # bucket 1 is empty
+    t = tbl.ledger.t
     assert n is None and t == pytest.approx(COST["neigh_lookup"])
-    assert tbl.neigh_lookup(0, 1, 2.0)[0] is None             # another device: another entry
+    assert tbl.neigh_lookup(0, 1, 2.0) is None             # another device: another entry
     c = tbl.counters()
     assert (c["allocs"], c["lookups"], c["hits"], c["entries"]) == (3, 5, 2, 3)
     assert proto.ctor_calls == 3
@@ -188,15 +195,15 @@ def test_create_and_lookup_walk_one_chain(fake_clock, fake_sink):
 
 def test_lookup_errno_creates_once(fake_clock, fake_sink):
     tbl, _ = make(fake_clock, fake_sink)
-    a, _ = tbl.neigh_lookup_errno(7, 0, 0.0)
-    b, _ = tbl.neigh_lookup_errno(7, 0, 0.0)
+    a = tbl.neigh_lookup_errno(7, 0, 0.0)
+    b = tbl.neigh_lookup_errno(7, 0, 0.0)
     assert a is b and a.refcnt == 3 and tbl.entries == 1
 
 
 def test_constructor_error_frees_the_entry(fake_clock, fake_sink):
     tbl, proto = make(fake_clock, fake_sink)
     proto.ctor_err = -EINVAL
-    n, _ = tbl.neigh_create(5, 0, 0.0)
+    n = tbl.neigh_create(5, 0, 0.0)
     assert n == -EINVAL
     assert tbl.entries == 0 and tbl.destroys == 1 and not tbl._index
 
@@ -284,7 +291,7 @@ def test_reply_flushes_the_queue_in_order(fake_clock, fake_sink, fake_dst):
     for j in (1, 2, 3):
         fake_sink.send(tbl, n, j, d, 0.1 * j)
     fake_clock.run_until(1.5)
-    err, _ = tbl.neigh_update(n, "aa", NUD_REACHABLE, False, True, 1.5)
+    err = tbl.neigh_update(n, "aa", NUD_REACHABLE, False, True, 1.5)
     assert err == 0
     assert [e[:2] for e in fake_sink.events] == [("output", 1), ("output", 2), ("output", 3)]
     assert n.nud_state == NUD_REACHABLE and n.ha == "aa" and n.confirmed == 1.5
@@ -372,26 +379,26 @@ def test_reply_during_probe_makes_reachable(fake_clock, fake_sink, fake_dst):
 def test_neigh_update_rules(fake_clock, fake_sink):
     tbl, _ = make(fake_clock, fake_sink)
     n = create(tbl, 9)
-    assert tbl.neigh_update(n, None, NUD_REACHABLE, True, True, 0.0)[0] == -EINVAL
-    assert tbl.neigh_update(n, "aa", NUD_REACHABLE, False, True, 0.0)[0] == 0
+    assert tbl.neigh_update(n, None, NUD_REACHABLE, True, True, 0.0) == -EINVAL
+    assert tbl.neigh_update(n, "aa", NUD_REACHABLE, False, True, 0.0) == 0
     # a different address needs override
-    assert tbl.neigh_update(n, "bb", NUD_REACHABLE, False, True, 0.5)[0] == -EPERM
+    assert tbl.neigh_update(n, "bb", NUD_REACHABLE, False, True, 0.5) == -EPERM
     assert n.ha == "aa"
     # a broadcast reply / request (STALE) with the same address keeps REACHABLE
-    assert tbl.neigh_update(n, "aa", NUD_STALE, False, True, 0.6)[0] == 0
+    assert tbl.neigh_update(n, "aa", NUD_STALE, False, True, 0.6) == 0
     assert n.nud_state == NUD_REACHABLE
     # override to a new address as STALE: confirmed pushed back
-    assert tbl.neigh_update(n, "bb", NUD_STALE, True, True, 2.0)[0] == 0
+    assert tbl.neigh_update(n, "bb", NUD_STALE, True, True, 2.0) == 0
     assert n.ha == "bb" and n.nud_state == NUD_STALE and n.confirmed == pytest.approx(-58.0)
     # NOARP and PERMANENT entries ignore ARP
     for st in (NUD_NOARP, NUD_PERMANENT):
         n.nud_state = st
-        assert tbl.neigh_update(n, "cc", NUD_REACHABLE, True, True, 3.0)[0] == -EPERM
+        assert tbl.neigh_update(n, "cc", NUD_REACHABLE, True, True, 3.0) == -EPERM
     # an invalid new state stops a pending timer and drops its reference
     m = create(tbl, 10)
     tbl.neigh_event_send(m, None, None, 4.0)
     assert m.refcnt == 3 and m.timer_at == 5.0
-    assert tbl.neigh_update(m, None, NUD_FAILED, True, False, 4.5)[0] == 0
+    assert tbl.neigh_update(m, None, NUD_FAILED, True, False, 4.5) == 0
     assert m.refcnt == 2 and m.timer_at == math.inf and m.nud_state == NUD_FAILED
 
 
@@ -404,12 +411,14 @@ def test_forced_gc_frees_only_unreferenced_entries(fake_clock, fake_sink):
     for n in ns[5:]:
         tbl.neigh_release(n, 0.0)            # the route went: only the table holds it
     ns[9].nud_state = NUD_PERMANENT
-    shrunk, t = tbl.neigh_forced_gc(2.0)
+    shrunk = tbl.neigh_forced_gc(2.0)
+    t = tbl.ledger.t
     assert shrunk
     assert sorted(n.key for n in tbl) == [0, 1, 2, 3, 4, 9]
     assert t == pytest.approx(walk_cost(10) + 4 * COST["neigh_destroy"])
     assert tbl.entries == 6 and tbl.destroys == 4 and tbl.last_flush == 2.0
-    shrunk, t = tbl.neigh_forced_gc(3.0)
+    shrunk = tbl.neigh_forced_gc(3.0)
+    t = tbl.ledger.t
     assert not shrunk and t == pytest.approx(walk_cost(6))
     assert tbl.forced_gc_runs == 2
     check_invariants(tbl)
@@ -423,9 +432,9 @@ def test_forced_gc_keeps_young_incomplete_entries(fake_clock, fake_sink):
     tbl.neigh_release(n, 0.0)
     n.nud_state = NUD_INCOMPLETE
     n.used = 10.0
-    assert tbl.neigh_forced_gc(10.9)[0] is False and n in list(tbl)
-    assert tbl.neigh_forced_gc(11.0)[0] is False          # not more than retrans_time
-    assert tbl.neigh_forced_gc(11.01)[0] is True and tbl.entries == 0
+    assert tbl.neigh_forced_gc(10.9) is False and n in list(tbl)
+    assert tbl.neigh_forced_gc(11.0) is False          # not more than retrans_time
+    assert tbl.neigh_forced_gc(11.01) is True and tbl.entries == 0
 
 
 def test_alloc_fails_above_gc_thresh3_when_everything_is_pinned(fake_clock, fake_sink):
@@ -436,13 +445,15 @@ def test_alloc_fails_above_gc_thresh3_when_everything_is_pinned(fake_clock, fake
     assert tbl.entries == 9 and tbl.forced_gc_runs == 0
     calls = proto.ctor_calls
     for i in range(3):
-        n, t = tbl.neigh_create(100 + i, 0, 1.0 + i)
+        n = tbl.neigh_create(100 + i, 0, 1.0 + i)
+        t = tbl.ledger.t
         assert n == -ENOBUFS
         assert t == pytest.approx(walk_cost(9))          # no constructor, no second walk
     assert proto.ctor_calls == calls and tbl.entries == 9 and tbl.table_fulls == 3
     # one route goes away: the next allocation frees that entry and succeeds
     tbl.neigh_release(ns[0], 5.0)
-    n, t = tbl.neigh_create(200, 0, 5.0)
+    n = tbl.neigh_create(200, 0, 5.0)
+    t = tbl.ledger.t
     assert not isinstance(n, int) and tbl.entries == 9
     assert t == pytest.approx(walk_cost(9) + COST["neigh_destroy"] + COST["neigh_alloc"]
                               + COST["neigh_create"] + COST["neigh_chain_step"]
@@ -519,7 +530,8 @@ def test_forced_gc_cost_is_linear_in_entries(fake_clock, fake_sink):
         tbl, _ = make(fake_clock, fake_sink, gc_thresh3=100_000)
         for k in range(size):
             create(tbl, k)
-        secs[size] = tbl.neigh_forced_gc(1.0)[1]
+        tbl.neigh_forced_gc(1.0)
+        secs[size] = tbl.ledger.t
     assert secs[400] - secs[100] == pytest.approx(300 * COST["neigh_gc_entry"])
     # on the K6-200 a walk over a full table (1025 entries) costs about half a millisecond
     assert 0.3e-3 < walk_cost(1025) < 0.8e-3

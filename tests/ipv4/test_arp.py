@@ -34,6 +34,7 @@ from routelab.core.skbuff import ip_to_int
 from routelab.costs import cost_table
 from routelab.hardware import CPUS
 from routelab.ipv4.arp import Arp, ArpDev, arp_hash, inet_addr_type
+from routelab.sim.ledger import Ledger
 
 COST = cost_table(CPUS["k6-200"]).fn
 ETH0, ETH1, LO, PPP0 = 2, 3, 1, 4
@@ -53,7 +54,7 @@ def make_arp(clock, sink, *, hosts=None, **kw):
 
 
 def bind(arp, addr, now=0.0, dev=ETH0):
-    n, _ = arp.arp_bind_neighbour(dev, addr, now)
+    n = arp.arp_bind_neighbour(dev, addr, now)
     assert not isinstance(n, int)
     return n
 
@@ -105,7 +106,7 @@ def test_inet_addr_type(addr, kind):
 ])
 def test_arp_constructor_states(fake_clock, fake_sink, dev, addr, state):
     arp = make_arp(fake_clock, fake_sink)
-    n, _ = arp.tbl.neigh_create(ip(addr), dev, 0.0)
+    n = arp.tbl.neigh_create(ip(addr), dev, 0.0)
     assert n.nud_state == state
     assert (n.ha is not None) == (state == NUD_NOARP)
 
@@ -115,7 +116,7 @@ def test_noarp_and_headerless_devices(fake_clock, fake_sink, fake_dst):
             7: ArpDev(7, "p2p", pointopoint=True)}
     arp = Arp(fake_clock, fake_sink, COST, devs=devs)
     for dev in devs:
-        n, _ = arp.tbl.neigh_create(ip("10.9.9.9"), dev, 0.0)
+        n = arp.tbl.neigh_create(ip("10.9.9.9"), dev, 0.0)
         assert n.nud_state == NUD_NOARP
         assert fake_sink.send(arp.tbl, n, dev, fake_dst(), 0.0) == NEIGH_XMIT
     assert not fake_sink.sent
@@ -123,9 +124,9 @@ def test_noarp_and_headerless_devices(fake_clock, fake_sink, fake_dst):
 
 def test_unknown_device_is_einval(fake_clock, fake_sink):
     arp = make_arp(fake_clock, fake_sink)
-    n, _ = arp.tbl.neigh_create(ip("10.0.0.7"), 99, 0.0)
+    n = arp.tbl.neigh_create(ip("10.0.0.7"), 99, 0.0)
     assert n == -EINVAL and arp.tbl.entries == 0
-    assert arp.arp_bind_neighbour(99, ip("10.0.0.7"), 0.0)[0] == -EINVAL
+    assert arp.arp_bind_neighbour(99, ip("10.0.0.7"), 0.0) == -EINVAL
 
 
 # --- the NUD timeline with real ARP ------------------------------------------------------------
@@ -251,7 +252,8 @@ def test_bind_keys_on_rt_gateway(fake_clock, fake_sink):
     # loopback and point-to-point devices share key 0
     assert bind(arp, ip("10.9.0.1"), dev=PPP0) is bind(arp, ip("10.9.0.2"), dev=PPP0)
     assert bind(arp, ip("10.9.0.1"), dev=PPP0).key == 0
-    n, t = arp.arp_bind_neighbour(ETH0, gw, 1.0)
+    n = arp.arp_bind_neighbour(ETH0, gw, 1.0)
+    t = arp.ledger.t
     chain = arp.tbl.buckets[n.hash]
     assert t == pytest.approx(COST["arp_bind_neighbour"] + COST["neigh_lookup"]
                               + (chain.index(n) + 1) * COST["neigh_chain_step"])
@@ -263,7 +265,8 @@ def test_bind_enobufs_when_the_table_is_full_of_pinned_entries(fake_clock, fake_
     pinned = [bind(arp, ip("10.0.1.0") + i, 0.0) for i in range(17)]
     for j, n in enumerate(pinned):            # each unresolved, with a queued packet
         fake_sink.send(arp.tbl, n, j, fake_dst(), 0.0)
-    n, t = arp.arp_bind_neighbour(ETH0, ip("10.0.2.1"), 0.5)
+    n = arp.arp_bind_neighbour(ETH0, ip("10.0.2.1"), 0.5)
+    t = arp.ledger.t
     assert n == -ENOBUFS and arp.tbl.table_fulls == 1
     walk = (COST["neigh_forced_gc"] + 32 * COST["neigh_gc_bucket"]
             + 17 * COST["neigh_gc_entry"])
@@ -274,7 +277,7 @@ def test_bind_enobufs_when_the_table_is_full_of_pinned_entries(fake_clock, fake_
     fake_clock.run_until(3.5)
     for n in pinned:
         arp.tbl.neigh_release(n, 4.0)
-    n, _ = arp.arp_bind_neighbour(ETH0, ip("10.0.2.1"), 4.0)
+    n = arp.arp_bind_neighbour(ETH0, ip("10.0.2.1"), 4.0)
     assert not isinstance(n, int) and arp.tbl.entries == 1
 
 
@@ -326,23 +329,24 @@ def test_views(fake_clock, fake_sink, fake_dst):
     assert c["entries"] == 1 and c["arp_req_bcast"] == 1
 
 
-def test_charge_hook_gets_own_costs_only(fake_clock, fake_sink, fake_dst):
-    prof = {}
-
-    def charge(fn, secs):
-        prof[fn] = prof.get(fn, 0.0) + secs
-
-    arp = make_arp(fake_clock, fake_sink, charge=charge)
-    n, t_bind = arp.arp_bind_neighbour(ETH0, ip("10.0.0.5"), 0.0)
-    assert sum(prof.values()) == pytest.approx(t_bind)
+def test_own_costs_go_to_ledger_slots_and_seconds_to_ledger_t(fake_clock, fake_sink, fake_dst):
+    lg = Ledger()
+    arp = make_arp(fake_clock, fake_sink, ledger=lg)
+    assert arp.ledger is arp.tbl.ledger is lg
+    mark = lg.total
+    n = arp.arp_bind_neighbour(ETH0, ip("10.0.0.5"), 0.0)
+    t_bind = lg.t
+    assert lg.total - mark == pytest.approx(t_bind)
+    prof = {k: v for k, v in lg.profile().items() if v}
     assert set(prof) == {"arp_bind_neighbour", "neigh_lookup", "neigh_alloc", "arp_constructor",
                          "neigh_create"}
-    prof.clear()
+    mark = lg.total
     d = fake_dst()
     d.refcnt += 1
-    rc, t = arp.tbl.neigh_resolve_output(n, 1, d, 0.0)
-    # returned seconds = own charges + the sink's arp_send
-    assert t == pytest.approx(sum(prof.values()) + fake_sink.COST["arp_send"])
+    rc = arp.tbl.neigh_resolve_output(n, 1, d, 0.0)
+    assert rc == NEIGH_QUEUED
+    # seconds in ledger.t = own charges + the sink's arp_send (the sink charges its own)
+    assert lg.t == pytest.approx(lg.total - mark + fake_sink.COST["arp_send"])
 
 
 # --- the invariant ------------------------------------------------------------------------------
@@ -378,7 +382,7 @@ def test_refcounts_and_every_packet_ends_once(neigh_fakes, ops, qlen, thresh3, a
             tbl.neigh_release(routes[i].pop(0), now)      # dst_destroy
         elif op == "send":
             if not routes[i] or dt > 3.0:                 # a new route entry for it
-                n, _ = arp.arp_bind_neighbour(ETH0, addrs[i], now)
+                n = arp.arp_bind_neighbour(ETH0, addrs[i], now)
                 if isinstance(n, int):                    # ENOBUFS: rt_intern_hash drops it
                     assert n == -ENOBUFS
                     sink.ended[j] = "enobufs"

@@ -35,6 +35,16 @@ def test_a_slot_made_later_keeps_the_earlier_sums():
     assert lg.profile() == {"x": 2.5, "y": 1.0}
 
 
+def test_charge_rest_charges_only_what_nested_stages_did_not():
+    lg = Ledger()
+    outer, inner = lg.slot("timers"), lg.slot("neigh_destroy")
+    mark = lg.total
+    lg.charge(inner, 0.25)            # a stage the outer one called
+    lg.charge_rest(outer, 1.0, mark)  # the outer stage's inclusive 1 s
+    assert lg.profile() == {"timers": 0.75, "neigh_destroy": 0.25}
+    assert lg.total == 1.0 == sum(lg.profile().values())
+
+
 def test_drop_writes_the_outcome_column_and_second_results_start_clean():
     lg = Ledger()
     assert lg.why == NO_DROP and lg.ok and lg.t == 0.0
