@@ -1,12 +1,23 @@
-"""Shared test doubles: a fake clock (the routelab.sim.clock API) and a fake engine sink.
+"""Shared test doubles, and the scheduling of a parallel run (pytest-xdist).
 
-Used by tests/core/test_neighbour.py and tests/ipv4/test_arp.py through the
-``fake_clock`` and ``fake_sink`` fixtures.
+* A fake clock (the routelab.sim.clock API) and a fake engine sink, used by
+  tests/core/test_neighbour.py and tests/ipv4/test_arp.py through the
+  ``fake_clock`` and ``fake_sink`` fixtures.
+* ``pytest_collection_modifyitems`` below: under ``-n N --dist loadgroup``
+  (scripts/test.sh) it keeps the cells of one notebook's nbval run on one
+  worker, in order (they share one kernel), keeps the tests that share one
+  execution (``xdist_group`` marks, e.g. tests/notebook/test_handout.py)
+  together, and starts the work that executes notebooks first, longest first,
+  so that the two cores finish at about the same time.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from datetime import datetime
+from functools import cache
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -172,3 +183,113 @@ def fake_dst():
 def neigh_fakes():
     """The fake classes themselves, for tests that build several (hypothesis examples)."""
     return SimpleNamespace(Clock=FakeClock, Sink=FakeSink, Dst=FakeDst)
+
+
+# --------------------------------------------------------------------------- parallel runs
+#: Seconds a notebook-executing test adds to its notebook's own run time: a kernel
+#: start (imports routelab, numpy, matplotlib), or a JupyterLab page and its controls.
+KERNEL_START_S = 5.0
+BROWSER_EXTRA_S = 20.0
+#: Weight of a notebook without recorded cell timings (a new one): start it early.
+UNKNOWN_RUN_S = 120.0
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "executes_notebook(param='path', factor=1.0, extra=5.0): the test executes the "
+        "notebook given by its parameter `param`; a parallel run schedules it early, "
+        "weighted by the notebook's recorded run time (tests/conftest.py)")
+
+
+def _ts(s: str) -> datetime:
+    return datetime.fromisoformat(s.replace("Z", "+00:00"))
+
+
+@cache
+def notebook_run_seconds(path: Path) -> float:
+    """How long a Run All of ``path`` took when it was last executed and saved.
+
+    nbclient/nbconvert and JupyterLab record each cell's
+    ``metadata.execution`` timestamps; their sum is the notebook's run time on
+    the machine that executed it.  A notebook without them counts as
+    ``UNKNOWN_RUN_S`` (long), so that it is started early.
+    """
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError):
+        return UNKNOWN_RUN_S
+    total, timed, code = 0.0, 0, 0
+    for c in cells:
+        if c.get("cell_type") != "code" or not "".join(c.get("source", "")).strip():
+            continue
+        code += 1
+        e = c.get("metadata", {}).get("execution", {})
+        try:
+            total += (_ts(e["shell.execute_reply"]) - _ts(e["iopub.execute_input"])).total_seconds()
+            timed += 1
+        except (KeyError, ValueError):
+            pass
+    if code and timed < code:
+        return UNKNOWN_RUN_S
+    return total
+
+
+def _notebook_param(item, name: str) -> Path | None:
+    spec = getattr(item, "callspec", None)
+    value = spec.params.get(name) if spec is not None else None
+    return Path(value) if isinstance(value, (str, Path)) and str(value).endswith(".ipynb") else None
+
+
+def _weight(item) -> tuple[float, str | None]:
+    """(estimated seconds, scheduling unit) of a test that executes a notebook, else (0, None)."""
+    if type(item).__name__ == "IPyNbCell":              # a cell of nbval's run of a notebook
+        path = Path(item.path)
+        return notebook_run_seconds(path) + KERNEL_START_S, f"nbval-{path.stem}"
+    mark = item.get_closest_marker("executes_notebook")
+    if mark is None:
+        return 0.0, None
+    path = _notebook_param(item, mark.kwargs.get("param", "path"))
+    if path is None:
+        return 0.0, None
+    seconds = notebook_run_seconds(path) * mark.kwargs.get("factor", 1.0)
+    return seconds + mark.kwargs.get("extra", KERNEL_START_S), None
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Group nbval's cells by notebook and put notebook executions first, longest first.
+
+    Only in an xdist worker (``-n N``); a plain ``pytest`` keeps the file order.
+    Each worker collects the same items and sorts them the same way, so the
+    controller sees one order; with ``--dist loadgroup --no-loadscope-reorder``
+    it hands the work units out in that order.  Longest-first keeps the two
+    workers' finishing times close (the last unit started is a short one).
+    """
+    if not hasattr(config, "workerinput"):
+        return
+    unit_weight: dict[str, float] = {}
+    keys = []
+    for i, item in enumerate(items):
+        w, unit = _weight(item)
+        if unit is not None:                             # nbval: all cells of one notebook
+            item.add_marker(pytest.mark.xdist_group(unit))
+        group = item.get_closest_marker("xdist_group")
+        if group is not None:
+            unit = str(group.args[0] if group.args else group.kwargs.get("name", "default"))
+        unit = unit or item.nodeid
+        unit_weight[unit] = max(unit_weight.get(unit, 0.0), w)   # one shared run
+        keys.append((unit, i))
+    items[:] = [items[k] for k in schedule_order([u for u, _ in keys], unit_weight)]
+
+
+def schedule_order(units: list[str], weight: dict[str, float]) -> list[int]:
+    """Indices of the items (``units[i]`` is item i's unit), heaviest unit first.
+
+    A unit's items stay together and in their order; units of equal weight
+    (all the tests that execute no notebook weigh 0) keep the collection order.
+    """
+    first: dict[str, int] = {}
+    for i, unit in enumerate(units):
+        first.setdefault(unit, i)
+    return sorted(range(len(units)), key=lambda i: (-weight[units[i]], first[units[i]], i))
