@@ -200,6 +200,12 @@ def pytest_configure(config):
         "executes_notebook(param='path', factor=1.0, extra=5.0): the test executes the "
         "notebook given by its parameter `param`; a parallel run schedules it early, "
         "weighted by the notebook's recorded run time (tests/conftest.py)")
+    # The answer keys' checks in nbval's kernel, when nbval runs in this session
+    # (tests/nbval_answer_keys.py; tests/ is on sys.path, as for this conftest).
+    import nbval_answer_keys
+    if not config.pluginmanager.has_plugin("routelab-answer-keys-in-nbval"):
+        config.pluginmanager.register(nbval_answer_keys.AnswerKeysInNbval(),
+                                      "routelab-answer-keys-in-nbval")
 
 
 def _ts(s: str) -> datetime:
@@ -241,11 +247,16 @@ def _notebook_param(item, name: str) -> Path | None:
     return Path(value) if isinstance(value, (str, Path)) and str(value).endswith(".ipynb") else None
 
 
+def notebook_group(path: Path) -> str:
+    """The xdist_group of a notebook's nbval cells and of its hand-out tests (one worker)."""
+    return f"notebook-{Path(path).stem}"
+
+
 def _weight(item) -> tuple[float, str | None]:
     """(estimated seconds, scheduling unit) of a test that executes a notebook, else (0, None)."""
     if type(item).__name__ == "IPyNbCell":              # a cell of nbval's run of a notebook
         path = Path(item.path)
-        return notebook_run_seconds(path) + KERNEL_START_S, f"nbval-{path.stem}"
+        return notebook_run_seconds(path) + KERNEL_START_S, notebook_group(path)
     mark = item.get_closest_marker("executes_notebook")
     if mark is None:
         return 0.0, None
@@ -260,13 +271,17 @@ def _weight(item) -> tuple[float, str | None]:
 def pytest_collection_modifyitems(config, items):
     """Group nbval's cells by notebook and put notebook executions first, longest first.
 
-    Only in an xdist worker (``-n N``); a plain ``pytest`` keeps the file order.
-    Each worker collects the same items and sorts them the same way, so the
-    controller sees one order; with ``--dist loadgroup --no-loadscope-reorder``
-    it hands the work units out in that order.  Longest-first keeps the two
-    workers' finishing times close (the last unit started is a short one).
+    In an xdist worker (``-n N``), or when nbval's cells are collected; a plain
+    ``pytest tests`` keeps the file order.  Each worker collects the same items
+    and sorts them the same way, so the controller sees one order; with
+    ``--dist loadgroup --no-loadscope-reorder`` it hands the work units out in
+    that order.  Longest-first keeps the two workers' finishing times close (the
+    last unit started is a short one).  A notebook's nbval cells and its
+    hand-out tests are one unit, nbval's cells first, so that the answer-key
+    test can use nbval's run (tests/nbval_answer_keys.py).
     """
-    if not hasattr(config, "workerinput"):
+    is_nbval = [type(item).__name__ == "IPyNbCell" for item in items]
+    if not (hasattr(config, "workerinput") or any(is_nbval)):
         return
     unit_weight: dict[str, float] = {}
     keys = []
@@ -280,16 +295,22 @@ def pytest_collection_modifyitems(config, items):
         unit = unit or item.nodeid
         unit_weight[unit] = max(unit_weight.get(unit, 0.0), w)   # one shared run
         keys.append((unit, i))
-    items[:] = [items[k] for k in schedule_order([u for u, _ in keys], unit_weight)]
+    order = schedule_order([u for u, _ in keys], unit_weight, [not b for b in is_nbval])
+    items[:] = [items[k] for k in order]
 
 
-def schedule_order(units: list[str], weight: dict[str, float]) -> list[int]:
+def schedule_order(units: list[str], weight: dict[str, float],
+                   phase: list[int] | None = None) -> list[int]:
     """Indices of the items (``units[i]`` is item i's unit), heaviest unit first.
 
-    A unit's items stay together and in their order; units of equal weight
-    (all the tests that execute no notebook weigh 0) keep the collection order.
+    A unit's items stay together, those of a lower ``phase`` first (nbval's
+    cells before the hand-out tests of the same notebook), else in their order;
+    units of equal weight (all the tests that execute no notebook weigh 0) keep
+    the collection order.
     """
+    phase = phase or [0] * len(units)
     first: dict[str, int] = {}
     for i, unit in enumerate(units):
         first.setdefault(unit, i)
-    return sorted(range(len(units)), key=lambda i: (-weight[units[i]], first[units[i]], i))
+    return sorted(range(len(units)),
+                  key=lambda i: (-weight[units[i]], first[units[i]], phase[i], i))

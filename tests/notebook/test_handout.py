@@ -7,13 +7,21 @@
 * each notebook, with its solution cells filled from ``solutions/NN-*.py``,
   runs to the end and every check shows ✓.
 
-The last two share one kernel per notebook (:func:`handout_run`): the
-student copy's cells up to its first stub, the stub, and then the answer-key
-copy from that cell on.  The two copies are the same notebook up to the first
-stub (the first test checks it), so this is the student copy's run and the
-answer key's run, and each notebook is executed once here (about the time of
-an nbval run) instead of once and a part.  Under pytest-xdist the two tests of
-a notebook are one ``xdist_group``, so they run in the same worker.
+The last two execute the notebooks, at most once each:
+
+* When nbval has just run the same notebook in this pytest process (the
+  whole of scripts/test.sh is one session), the answer keys were checked in
+  nbval's kernel, right after each check cell (tests/nbval_answer_keys.py says
+  when that is the same as running the answer-key copy); the answer-key test
+  reads those results and the student copy runs only up to its stub.
+* Otherwise one kernel per notebook (:func:`handout_run`) runs the student
+  copy's cells up to its first stub, the stub, and then the answer-key copy
+  from that cell on.  The two copies are the same notebook up to the first
+  stub (the first test checks it), so this is the student copy's run and the
+  answer key's run.
+
+A notebook's nbval cells and its two tests here are one ``xdist_group``
+(tests/conftest.py), so they run in the same worker, nbval's cells first.
 """
 
 from __future__ import annotations
@@ -24,7 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import nbval_answer_keys  # tests/: on sys.path, as for tests/conftest.py
 import pytest
+from conftest import notebook_group
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -67,7 +77,7 @@ class HandoutRun:
     first: int                          # index of the first solution cell (the first stub)
     student: object                     # the student copy, executed up to and with the stub
     student_error: CellExecutionError | None
-    solved: object                      # the notebook with the answer key, executed
+    solved: object                      # the notebook with the answer key, executed (or None)
     solved_error: Exception | None
     shared: bool = field(default=False)  # both ran in one kernel
 
@@ -75,7 +85,7 @@ class HandoutRun:
 _RUNS: dict[Path, HandoutRun] = {}
 
 
-def handout_run(path: Path, handout: Path) -> HandoutRun:
+def handout_run(path: Path, handout: Path, with_key: bool = True) -> HandoutRun:
     """Execute ``path``'s student copy and answer-key copy once, for both tests below.
 
     One kernel runs the student copy's cells up to and including its first stub
@@ -88,7 +98,7 @@ def handout_run(path: Path, handout: Path) -> HandoutRun:
     before the answer key's cells (a silent ``os.chdir``, no history).
     """
     key_path = path.resolve()
-    if key_path in _RUNS:
+    if key_path in _RUNS and (_RUNS[key_path].solved is not None or not with_key):
         return _RUNS[key_path]
     copy_path = handout / "student" / path.name
     student_nb = nbformat.read(copy_path, as_version=4)
@@ -113,7 +123,7 @@ def handout_run(path: Path, handout: Path) -> HandoutRun:
                     break
             shared = (student_error is not None and student_error.ename == "NotImplementedError"
                       and _error_cells(student_nb) == [first])
-            if shared:
+            if shared and with_key:
                 cd = f"import os as _o; _o.chdir({str(path.parent)!r}); del _o"
                 reply = client.wait_for_reply(client.kc.execute(cd, silent=True,
                                                                 store_history=False))
@@ -132,12 +142,14 @@ def handout_run(path: Path, handout: Path) -> HandoutRun:
             _run(student_nb, copy_path)
         except CellExecutionError as exc:
             student_error = exc
-    if not shared:   # the student part went wrong (or differs): the answer key on its own
+    if not shared and with_key:   # the student part went wrong (or differs): the key alone
         solved = student.solved_copy(original, path.stem, key)
         try:
             _run(solved, path)
         except Exception as exc:  # noqa: BLE001 - reported by the answer-key test
             solved_error = exc
+    if not with_key:
+        solved = None
     _RUNS[key_path] = HandoutRun(first, student_nb, student_error, solved, solved_error, shared)
     return _RUNS[key_path]
 
@@ -203,14 +215,15 @@ def _executes(f):
 
 
 def _group(paths):
-    return [pytest.param(p, id=p.stem, marks=pytest.mark.xdist_group(f"handout-{p.stem}"))
+    return [pytest.param(p, id=p.stem, marks=pytest.mark.xdist_group(notebook_group(p)))
             for p in paths]
 
 
 @_executes
 @pytest.mark.parametrize("path", _group(NOTEBOOKS))
 def test_student_copy_runs_up_to_its_first_stub(path, handout):
-    run = handout_run(path, handout)
+    # the answer key too, in the same kernel, unless nbval's run has answered it already
+    run = handout_run(path, handout, with_key=nbval_answer_keys.complete_record(path) is None)
     nb, first = run.student, run.first
     assert first == min(student.solution_cells(nbformat.read(path, as_version=4), path.stem))[0]
     assert isinstance(run.student_error, CellExecutionError), \
@@ -228,12 +241,22 @@ def test_student_copy_runs_up_to_its_first_stub(path, handout):
 @_executes
 @pytest.mark.parametrize("path", _group(NOTEBOOKS))
 def test_answer_key_passes_every_check(path, handout):
+    key = student.parse_answer_key((handout / "solutions" / f"{path.stem}.py").read_text())
+    qs = for_notebook(path.stem)
+    rec = nbval_answer_keys.complete_record(path)
+    if rec is not None:   # nbval ran this notebook in this process and checked the keys in it
+        assert rec.key == key, "nbval's kernel checked another answer key than solutions/"
+        assert sorted(rec.outputs) == sorted(q.qid for q in qs)
+        for q in qs:
+            out = rec.outputs[q.qid]
+            assert out.startswith("✓"), f"{path.stem}: check of {q.qid} says:\n{out}"
+        return
     run = handout_run(path, handout)
     if run.solved_error is not None:
         raise run.solved_error
     nb = run.solved
     checks = [c for c in nb.cells if student.CHECK in student.tags(c)]
-    assert len(checks) == len(for_notebook(path.stem))
+    assert len(checks) == len(qs)
     for c in checks:
         out = _text(c)
         assert out.startswith("✓"), f"{path.stem}: {c.source!r} says:\n{out}"
