@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -203,6 +204,8 @@ def pytest_configure(config):
     # The answer keys' checks in nbval's kernel, when nbval runs in this session
     # (tests/nbval_answer_keys.py; tests/ is on sys.path, as for this conftest).
     import nbval_answer_keys
+    if not config.pluginmanager.has_plugin("routelab-xdist-groups"):
+        config.pluginmanager.register(_Groups(), "routelab-xdist-groups")
     if not config.pluginmanager.has_plugin("routelab-answer-keys-in-nbval"):
         config.pluginmanager.register(nbval_answer_keys.AnswerKeysInNbval(),
                                       "routelab-answer-keys-in-nbval")
@@ -267,35 +270,80 @@ def _weight(item) -> tuple[float, str | None]:
     return seconds + mark.kwargs.get("extra", KERNEL_START_S), None
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist reads the xdist_group marks
-def pytest_collection_modifyitems(config, items):
-    """Group nbval's cells by notebook and put notebook executions first, longest first.
+class _Groups:
+    """Registered as a plugin (global): a conftest's item hooks see only its own directory,
+    and nbval's cells live in notebooks/."""
+
+    @staticmethod
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(config, items):
+        _schedule(config, items)
+
+
+#: Test modules whose tests each execute a notebook on their own (one unit per test).
+SPREAD_MODULES = ("tests/browser/test_notebooks_browser.py",)
+#: Hand-out tests that go with their notebook's nbval cells (tests/nbval_answer_keys.py).
+WITH_NBVAL = ("tests/notebook/test_handout.py::test_student_copy_runs_up_to_its_first_stub",
+              "tests/notebook/test_handout.py::test_answer_key_passes_every_check")
+
+
+def scheduling_unit(nodeid: str) -> str:
+    """The work unit of a test: what one xdist worker runs together, in order.
+
+    nbval's cells of a notebook and its two executing hand-out tests:
+    ``notebook-<stem>`` (they share nbval's kernel and its record).  A browser
+    test: itself.  Every other test: its module, so tests sharing a
+    module-scoped fixture run in one worker, in file order, as in one process
+    (e.g. tests/notebook/test_notebook_helpers.py moves one explorer's
+    controls one after the other).  A function of the node id only, because
+    xdist's controller, which hands out the units, sees only node ids (and
+    pytest 9's node ids are no longer rewritten by ``xdist_group`` marks).
+    """
+    path, _, rest = nodeid.partition("::")
+    if path.endswith(".ipynb"):
+        return notebook_group(Path(path))
+    m = re.fullmatch(r"(.*)\[(.+)\]", nodeid)
+    if m and m.group(1) in WITH_NBVAL:
+        return f"notebook-{m.group(2)}"
+    if path in SPREAD_MODULES:
+        return nodeid
+    return path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``: hand out :func:`scheduling_unit` units, in collection order."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebookScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scheduling_unit(nodeid)
+
+    return NotebookScheduling(config, log)
+
+
+def _schedule(config, items):
+    """Put notebook executions first, longest first, each notebook's nbval cells first.
 
     In an xdist worker (``-n N``), or when nbval's cells are collected; a plain
     ``pytest tests`` keeps the file order.  Each worker collects the same items
     and sorts them the same way, so the controller sees one order; with
-    ``--dist loadgroup --no-loadscope-reorder`` it hands the work units out in
-    that order.  Longest-first keeps the two workers' finishing times close (the
-    last unit started is a short one).  A notebook's nbval cells and its
-    hand-out tests are one unit, nbval's cells first, so that the answer-key
-    test can use nbval's run (tests/nbval_answer_keys.py).
+    ``--dist loadgroup --no-loadscope-reorder`` it hands the units
+    (:func:`scheduling_unit`) out in that order.  Longest-first keeps the two
+    workers' finishing times close (the last unit started is a short one).
     """
     is_nbval = [type(item).__name__ == "IPyNbCell" for item in items]
     if not (hasattr(config, "workerinput") or any(is_nbval)):
         return
     unit_weight: dict[str, float] = {}
-    keys = []
-    for i, item in enumerate(items):
-        w, unit = _weight(item)
-        if unit is not None:                             # nbval: all cells of one notebook
-            item.add_marker(pytest.mark.xdist_group(unit))
-        group = item.get_closest_marker("xdist_group")
-        if group is not None:
-            unit = str(group.args[0] if group.args else group.kwargs.get("name", "default"))
-        unit = unit or item.nodeid
+    units = []
+    for item in items:
+        w, _ = _weight(item)
+        unit = scheduling_unit(item.nodeid)
         unit_weight[unit] = max(unit_weight.get(unit, 0.0), w)   # one shared run
-        keys.append((unit, i))
-    order = schedule_order([u for u, _ in keys], unit_weight, [not b for b in is_nbval])
+        units.append(unit)
+    order = schedule_order(units, unit_weight, [not b for b in is_nbval])
     items[:] = [items[k] for k in order]
 
 

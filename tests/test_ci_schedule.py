@@ -129,3 +129,19 @@ def test_nbval_run_records_each_answer_keys_check_and_restores_the_blank(tmp_pat
     complete, passed, outputs = json.loads(line.split("RECORD", 1)[1])
     assert complete and passed == 4
     assert outputs == {"busier-router": "✓ right\n"}
+
+
+def test_scheduling_units_keep_a_notebook_with_its_hand_out_tests_and_modules_together():
+    from conftest import scheduling_unit
+    nb = "notebook-02-rcu-softirq-latency"
+    assert scheduling_unit("notebooks/02-rcu-softirq-latency.ipynb::Cell 7") == nb
+    assert scheduling_unit("tests/notebook/test_handout.py::test_answer_key_passes_every_check"
+                           "[02-rcu-softirq-latency]") == nb
+    assert scheduling_unit("tests/notebook/test_handout.py::test_student_copy_runs_up_to_its_"
+                           "first_stub[02-rcu-softirq-latency]") == nb
+    browser = ("tests/browser/test_notebooks_browser.py::"
+               "test_notebook_runs_and_explorers_respond[01]")
+    assert scheduling_unit(browser) == browser
+    helpers = "tests/notebook/test_notebook_helpers.py"
+    assert scheduling_unit(f"{helpers}::test_every_control_changes_readout_and_figure[change5]") \
+        == helpers
