@@ -3,12 +3,13 @@
 * A fake clock (the routelab.sim.clock API) and a fake engine sink, used by
   tests/core/test_neighbour.py and tests/ipv4/test_arp.py through the
   ``fake_clock`` and ``fake_sink`` fixtures.
-* ``pytest_collection_modifyitems`` below: under ``-n N --dist loadgroup``
-  (scripts/test.sh) it keeps the cells of one notebook's nbval run on one
-  worker, in order (they share one kernel), keeps the tests that share one
-  execution (``xdist_group`` marks, e.g. tests/notebook/test_handout.py)
-  together, and starts the work that executes notebooks first, longest first,
-  so that the two cores finish at about the same time.
+* The scheduling of ``-n N --dist loadgroup`` (scripts/test.sh):
+  :func:`scheduling_unit` keeps the cells of one notebook's nbval run on one
+  worker, in order (they share one kernel), with that notebook's executing
+  hand-out tests after them (tests/nbval_answer_keys.py), and each other
+  module's tests together; ``_schedule`` starts the work that executes
+  notebooks first, longest first, so that the two cores finish at about the
+  same time.
 """
 
 from __future__ import annotations

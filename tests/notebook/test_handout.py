@@ -20,8 +20,9 @@ The last two execute the notebooks, at most once each:
   stub (the first test checks it), so this is the student copy's run and the
   answer key's run.
 
-A notebook's nbval cells and its two tests here are one ``xdist_group``
-(tests/conftest.py), so they run in the same worker, nbval's cells first.
+A notebook's nbval cells and its two tests here are one work unit of a
+parallel run (``scheduling_unit`` in tests/conftest.py), so they run in the
+same worker, nbval's cells first.
 """
 
 from __future__ import annotations
