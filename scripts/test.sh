@@ -3,8 +3,10 @@
 #   1. scripts/setup-env.sh           (.venv, pinned requirements, routelab -e)
 #   2. Debian chromium for the browser tests (apt-get, only when root and missing)
 #   3. python scripts/student.py      (student/ and solutions/, as `make student`)
-#   4. python -m pytest tests         (unit + property + browser + binder + hand-out tests)
-#   5. python -m pytest --nbval notebooks/   (stored notebook outputs still hold)
+#   4. python -m pytest -n auto tests --nbval notebooks/
+#        unit + property + browser + hand-out tests, and nbval (stored notebook
+#        outputs still hold), in one session on every core (pytest-xdist);
+#        the binder-environment test runs beside it in a process of its own
 # Extra arguments are passed to both pytest runs, e.g.  bash scripts/test.sh -x -q
 # Exit status is non-zero if any stage fails.  The last line is a count summary.
 set -uo pipefail
@@ -64,7 +66,9 @@ fi
 # runs each student copy up to its first stub and each answer key through its checks.
 say "writing student/ and solutions/ (scripts/student.py)"
 rc_student=0
+t_student=$SECONDS
 "$PY" scripts/student.py >/dev/null || rc_student=$?
+t_student=$((SECONDS - t_student))
 [[ $rc_student == 0 ]] || echo "[test.sh] FAILED: scripts/student.py (exit $rc_student)"
 
 REPORTS="$(mktemp -d /tmp/routelab-test-reports.XXXXXX)"
@@ -75,55 +79,100 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --- stage: unit/browser/binder tests -----------------------------------------
-# The binder-environment test mostly waits on pip, so it runs in the background
-# (its own pytest process, output shown afterwards) while the rest of tests/ runs.
+# --- stage: tests/ and nbval over notebooks/, one pytest session on every core ----
+# Unit, property, browser and hand-out tests and nbval's run of every notebook
+# are one pytest session spread over the cores by pytest-xdist (-n auto): most
+# of the time goes into executing notebooks (nbval, the hand-out copies, the
+# browser's Run All), each in a kernel of its own, so two cores run two at once.
+# tests/conftest.py keeps each notebook's nbval cells together and in order on
+# one worker (they share a kernel) and starts the notebook executions first,
+# longest first (docs/development.md, "CI time budget").
+# ROUTELAB_TEST_WORKERS=N picks the number of workers; 0 runs it all in one
+# process, in file order.  The binder-environment test mostly waits on pip, so
+# it runs in a pytest process of its own in the background.
 BINDER_TEST="tests/test_binder_env.py::test_binder_requirements_alone_run_the_notebooks"
+WORKERS="${ROUTELAB_TEST_WORKERS:-auto}"
 deselect=()
+t_binder=$SECONDS
 if [[ -f tests/test_binder_env.py ]]; then
-    say "stage 1/2 (background): python -m pytest $BINDER_TEST"
+    say "background: python -m pytest $BINDER_TEST"
     "$PY" -m pytest "$BINDER_TEST" -s -p no:cacheprovider --timeout=900 \
         --junitxml="$REPORTS/binder.xml" "$@" >"$REPORTS/binder.log" 2>&1 &
     binder_pid=$!
     deselect=(--deselect "$BINDER_TEST")
 fi
-say "stage 1/2: python -m pytest tests"
+
+targets=(tests)
+nbval_args=()
+nbval_note=""
+if compgen -G "notebooks/*.ipynb" >/dev/null; then
+    targets+=(notebooks/)
+    nbval_args=(--nbval --nbval-current-env --nbval-cell-timeout=600
+                --nbval-sanitize-with tests/nbval_sanitize.cfg)
+else
+    nbval_note=" (no notebooks yet)"
+fi
+xdist_args=()
+if [[ "$WORKERS" != 0 ]]; then
+    if "$PY" -c 'import xdist' 2>/dev/null; then
+        xdist_args=(-n "$WORKERS" --dist loadgroup --no-loadscope-reorder)
+    else
+        echo "[test.sh] NOTE: pytest-xdist is not installed; running in one process (slower)"
+    fi
+fi
+say "python -m pytest ${xdist_args[*]} tests ${nbval_args[*]:+--nbval notebooks/}"
+t_main=$SECONDS
 # --timeout: no single test may hang CI (tests can set their own via the marker)
-"$PY" -m pytest tests --timeout=900 "${deselect[@]}" --junitxml="$REPORTS/unit.xml" "$@"
-rc_unit=$?
+"$PY" -m pytest "${xdist_args[@]}" "${nbval_args[@]}" --timeout=900 "${deselect[@]}" \
+    --junitxml="$REPORTS/main.xml" "$@" "${targets[@]}"
+rc_main=$?
+t_main=$((SECONDS - t_main))
+rc_binder=0
 if [[ -n "$binder_pid" ]]; then
     wait "$binder_pid"
     rc_binder=$?
     binder_pid=""
-    say "stage 1/2 (background) output: $BINDER_TEST"
+    t_binder=$((SECONDS - t_binder))
+    say "background output: $BINDER_TEST"
     cat "$REPORTS/binder.log"
     # exit 5 = nothing collected: fine for either half as long as the other ran tests
-    if [[ $rc_unit == 5 && $rc_binder == 0 ]]; then rc_unit=0; fi
+    if [[ $rc_main == 5 && $rc_binder == 0 ]]; then rc_main=0; fi
     if [[ $rc_binder == 5 ]]; then rc_binder=0; fi
-    if [[ $rc_unit == 0 && $rc_binder != 0 ]]; then rc_unit=$rc_binder; fi
-fi
-
-# --- stage: nbval ----------------------------------------------------------------
-nbval_note=""
-if compgen -G "notebooks/*.ipynb" >/dev/null; then
-    say "stage 2/2: python -m pytest --nbval notebooks/"
-    "$PY" -m pytest --nbval --nbval-current-env --nbval-cell-timeout=600 \
-        --nbval-sanitize-with tests/nbval_sanitize.cfg \
-        --junitxml="$REPORTS/nbval.xml" "$@" notebooks/
-    rc_nbval=$?
-    if [[ $rc_nbval == 5 ]]; then   # nothing collected (e.g. deselected by -k): not a failure here
-        nbval_note=" (no notebook cells collected)"
-        rc_nbval=0
-    fi
 else
-    say "stage 2/2: no notebooks/*.ipynb yet -- nbval stage skipped"
-    rc_nbval=0
-    nbval_note=" (no notebooks yet)"
+    t_binder=0
+fi
+# Which part failed: nbval's items are notebooks/*.ipynb cells, the rest is tests/.
+read -r fail_unit fail_nbval n_nbval < <("$PY" - "$REPORTS/main.xml" <<'PYEOF'
+import sys, xml.etree.ElementTree as ET
+unit = nbval = n_nbval = 0
+try:
+    cases = ET.parse(sys.argv[1]).getroot().iter("testcase")
+except Exception:
+    cases = []
+for case in cases:
+    is_nb = case.get("classname", "").startswith("notebooks")
+    n_nbval += is_nb
+    bad = case.find("failure") is not None or case.find("error") is not None
+    if bad and is_nb:
+        nbval += 1
+    elif bad:
+        unit += 1
+print(unit, nbval, n_nbval)
+PYEOF
+)
+rc_unit=0; rc_nbval=0
+if [[ $rc_main != 0 ]]; then
+    if [[ ${fail_nbval:-0} != 0 ]]; then rc_nbval=$rc_main; fi
+    if [[ ${fail_unit:-0} != 0 || ${fail_nbval:-0} == 0 ]]; then rc_unit=$rc_main; fi
+fi
+if [[ $rc_unit == 0 && $rc_binder != 0 ]]; then rc_unit=$rc_binder; fi
+if [[ ${#nbval_args[@]} != 0 && ${n_nbval:-0} == 0 ]]; then
+    nbval_note=" (no notebook cells collected)"
 fi
 
 # --- summary ---------------------------------------------------------------------
 status() { if [[ $1 == 0 ]]; then echo "ok"; else echo "FAILED (pytest exit $1)"; fi; }
-counts="$("$PY" - "$REPORTS"/unit.xml "$REPORTS"/binder.xml "$REPORTS"/nbval.xml <<'PYEOF'
+counts="$("$PY" - "$REPORTS"/main.xml "$REPORTS"/binder.xml <<'PYEOF'
 import sys, xml.etree.ElementTree as ET
 tot = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 for path in sys.argv[1:]:
@@ -146,6 +195,7 @@ overall=0
 [[ $rc_unit == 0 && $rc_nbval == 0 && $rc_student == 0 ]] || overall=1
 # pytest exit 5 in stage 1 means "no tests ran" -- that is a failure, not a pass.
 say "student/solutions: $(status $rc_student); unit/browser/binder tests: $(status $rc_unit); notebooks (nbval): $(status $rc_nbval)$nbval_note"
+echo "[test.sh] wall time: student/solutions ${t_student} s; tests + nbval ${t_main} s (${xdist_args[*]:-one process}); binder env (background) ${t_binder} s"
 if [[ $overall == 0 ]]; then
     echo "[test.sh] ALL CHECKS PASSED in $((SECONDS - START)) s"
 else

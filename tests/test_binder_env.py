@@ -29,7 +29,8 @@ BINDER = REPO / "binder"
 NOTEBOOKS_DIR = Path(os.environ.get("ROUTELAB_NOTEBOOKS_DIR") or REPO / "notebooks").resolve()
 NOTEBOOKS = sorted(p for p in NOTEBOOKS_DIR.glob("*.ipynb") if not p.name.startswith("."))
 # In ../requirements.txt only for the test suite; binder/ need not carry them.
-TEST_ONLY = {"nbval", "pytest", "pytest-timeout", "hypothesis", "simpy", "playwright", "ruff"}
+TEST_ONLY = {"nbval", "pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "simpy",
+             "playwright", "ruff"}
 WIDGET_TRIO = {"jupyterlab", "ipywidgets", "jupyterlab-widgets"}
 
 

@@ -194,7 +194,40 @@ def lab_server(tmp_path_factory) -> LabServer:
     # Serve the notebooks' parent so URLs are /lab/tree/notebooks/<name>
     # (or /lab/tree/<dirname>/<name> for ROUTELAB_NOTEBOOKS_DIR).
     root = NOTEBOOKS_DIR.parent
-    port = _free_port()
+
+    def command(port: int) -> list[str]:
+        return lab_command(port, root, tmp, settings)
+
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)  # the kernel would inherit it and lose inline figures
+    env.update(
+        JUPYTER_CONFIG_DIR=str(tmp / "config"),
+        JUPYTER_DATA_DIR=str(tmp / "data"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+        IPYTHONDIR=str(tmp / "ipython"),
+        JUPYTER_PLATFORM_DIRS="1",
+    )
+    # Another pytest-xdist worker (or anything else) may take the free port between
+    # _free_port() and the server's bind: the server then exits at once
+    # (port_retries=0), and we try again on a new port.
+    for attempt in range(PORT_ATTEMPTS):
+        log = tmp / f"jupyterlab-{attempt}.log"
+        server = _start_lab(command, root, env, log)
+        if server is not None:
+            break
+    else:
+        pytest.fail(f"jupyter lab could not start on {PORT_ATTEMPTS} free ports:\n{_tail(log)}",
+                    pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+PORT_ATTEMPTS = 3
+
+
+def lab_command(port: int, root: Path, tmp: Path, settings: Path) -> list[str]:
     cmd = [
         sys.executable,
         "-m",
@@ -216,19 +249,15 @@ def lab_server(tmp_path_factory) -> LabServer:
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
-    env = dict(os.environ)
-    env.pop("MPLBACKEND", None)  # the kernel would inherit it and lose inline figures
-    env.update(
-        JUPYTER_CONFIG_DIR=str(tmp / "config"),
-        JUPYTER_DATA_DIR=str(tmp / "data"),
-        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-        IPYTHONDIR=str(tmp / "ipython"),
-        JUPYTER_PLATFORM_DIRS="1",
-    )
-    log = tmp / "jupyterlab.log"
+    return cmd
+
+
+def _start_lab(command, root: Path, env: dict, log: Path) -> LabServer | None:
+    """Start ``command(port)`` on a free port; None if the port was taken meanwhile."""
+    port = _free_port()
     with open(log, "wb") as logf:
         proc = subprocess.Popen(
-            cmd,
+            command(port),
             cwd=root,
             env=env,
             stdout=logf,
@@ -237,17 +266,19 @@ def lab_server(tmp_path_factory) -> LabServer:
             start_new_session=True,
         )
     server = LabServer(url=f"http://127.0.0.1:{port}", root=root, proc=proc, log=log)
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
             if proc.poll() is not None:
+                if "already in use" in log.read_text(errors="replace"):
+                    return None
                 pytest.fail(
                     f"jupyter lab exited with {proc.returncode}:\n{_tail(log)}", pytrace=False
                 )
             try:
                 status, _ = server.api("GET", "/api/status")
                 if status == 200:
-                    break
+                    return server
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
@@ -256,9 +287,9 @@ def lab_server(tmp_path_factory) -> LabServer:
                     pytrace=False,
                 )
             time.sleep(0.25)
-        yield server
-    finally:
+    except BaseException:
         server.stop()
+        raise
 
 
 @pytest.fixture(scope="session")
@@ -591,6 +622,9 @@ else:
     ]
 
 
+# executes_notebook: a parallel run starts it early (tests/conftest.py); each
+# pytest-xdist worker that runs one starts its own JupyterLab and chromium.
+@pytest.mark.executes_notebook(param="nb_path", factor=1.1, extra=20.0)
 @pytest.mark.parametrize("nb_path", _params)
 def test_notebook_runs_and_explorers_respond(nb_path: Path, browser, lab_server: LabServer):
     rel = nb_path.relative_to(lab_server.root).as_posix()
@@ -705,3 +739,15 @@ def test_notebook_runs_and_explorers_respond(nb_path: Path, browser, lab_server:
             f"{nb_path} was modified on disk during the browser test (restored the original)",
             pytrace=False,
         )
+
+
+def test_a_taken_port_means_another_try_any_other_exit_a_failure(tmp_path):
+    """_start_lab: the server lost the race for its port -> None (lab_server retries)."""
+    def fake(msg: str, rc: int):
+        return lambda port: [sys.executable, "-c", f"print({msg!r}); raise SystemExit({rc})"]
+
+    env = dict(os.environ)
+    taken = fake("[W ServerApp] The port 8888 is already in use.", 1)
+    assert _start_lab(taken, tmp_path, env, tmp_path / "a.log") is None
+    with pytest.raises(pytest.fail.Exception, match="exited with 2"):
+        _start_lab(fake("[E ServerApp] something else", 2), tmp_path, env, tmp_path / "b.log")
