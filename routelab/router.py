@@ -103,6 +103,11 @@ KEEP_TIMES_MAX = 4_000_000
 _COL_AHEAD = 128
 
 
+def _no_rcu_callbacks(obj) -> None:
+    raise AssertionError(f"call_rcu of {obj!r}: nothing is freed through RCU without a "
+                         "route cache in this model")
+
+
 class Router:
     """A Linux router of a given kernel and CPU.
 
@@ -315,13 +320,17 @@ class Run(RunSeams):
         self.clock.runner = self
         self.sch = Schedule(0.0)         # born packets, deliveries, samples
         # (registered first: on ties it fires before the kernel timers)
-        tick = TimerTick(self.clock) if k.route_cache and k.rcu != "none" else None
+        tick = TimerTick(self.clock) if k.rcu != "none" else None
         self.cache: RouteCache | None = None
         if k.route_cache:
             self.cache = RouteCache(k, r.sysctl["rt_buckets"], r.sysctl, r.ncpus, r.costs.fn,
                                     r.sysctl["rcu_maxbatch"], self.rng, self.ledger, self.clock)
             self.cache.on_rekey = self._rekeyed
-        rcu: Rcu | None = self.cache.rcu if self.cache is not None else None
+        # RCU, the neighbour table and ARP belong to the kernel, not to its
+        # route cache: a kernel without a cache (3.6) has them too
+        rcu: Rcu | None = self.cache.rcu if self.cache is not None else (
+            Rcu(k.rcu, r.ncpus, r.sysctl["rcu_maxbatch"], _no_rcu_callbacks, r.costs.fn)
+            if k.rcu != "none" else None)
         self.softnet = [SoftnetData(c, r.sysctl["netdev_max_backlog"]) for c in range(r.ncpus)]
         self.devices: list[NetDevice] = []
         for i, d in enumerate(r.devices):
@@ -341,12 +350,12 @@ class Run(RunSeams):
         if tick is not None:
             tick.bind(self.cpus, rcu, self.devices, self.ledger, k.hz, r.user_task)
         self.icmp = Icmp(self.devices, r.costs.fn)
-        # the neighbour table and ARP (not for a kernel without a route cache),
-        # and their sink: what becomes of the packets the table holds
+        # the neighbour table and ARP (when the kernel profile models them), and
+        # their sink: what becomes of the packets the table holds
         self.arp: Arp | None = None
         self.neigh: RunSink | None = None
         local = [ip_to_int(a) for a in r.fib.local_addrs]
-        if r.neighbours and self.cache is not None:
+        if r.neighbours:
             self.neigh = RunSink(self.clock, r.costs.fn, self.devices, self.cpus, self.icmp,
                                  self.ledger, self.inject, local[0] if local else 0,
                                  [d.speed for d in r.devices],
@@ -354,8 +363,9 @@ class Run(RunSeams):
                                  hz=k.hz, rng=np.random.default_rng([r.seed, 7]))
             self.neigh.schedule = self.sch
             self.arp = self.neigh.arp
-            self.cache.arp = self.arp
-            self.cache.dst.neigh_release = self.arp.tbl.neigh_release
+            if self.cache is not None:
+                self.cache.arp = self.arp
+                self.cache.dst.neigh_release = self.arp.tbl.neigh_release
             for dev, addr in r.arp_static:
                 self.arp.prime(dev, addr, 0.0)
             if r.trace_neighbours:
@@ -427,8 +437,8 @@ class Run(RunSeams):
     @cython.locals(j=cython.Py_ssize_t, lo=cython.Py_ssize_t, hi=cython.Py_ssize_t,
                    n0=cython.Py_ssize_t, jp=cython.Py_ssize_t, i=cython.Py_ssize_t,
                    d=cython.long, cls=cython.long, ok=cython.long, has_cache=cython.bint,
-                   last=cython.bint, t=cython.double, start=cython.double, svc=cython.double,
-                   fin=cython.double, w=cython.double,
+                   noref=cython.bint, last=cython.bint, t=cython.double, start=cython.double,
+                   svc=cython.double, fin=cython.double, w=cython.double,
                    t_end=cython.double, horizon=cython.double, drop_irq=cython.double,
                    e=DstEntry, dv=NetDevice, cp=Cpu, rc=RouteCache,
                    lg=Ledger, clock=Clock, icmp=Icmp, pk=Packets, devs=list, cpus=list,
@@ -456,6 +466,7 @@ class Run(RunSeams):
         lg, clock, rc, icmp, sch = self.ledger, self.clock, self.cache, self.icmp, self.sch
         devs, cpus = self.devices, self.cpus
         has_cache = rc is not None
+        noref = not has_cache and self.neigh is not None
         sysctl = self.r.sysctl
         drop_irq = self._drop_irq
         slot_irq = self._slot_irq
@@ -546,6 +557,13 @@ class Run(RunSeams):
                             and (cls == K_FWD or cls == K_REDIR):
                         # ip_finish_output2: the neighbour is not CONNECTED
                         nr = self.neigh.ip_finish_output2(j, e, fin)
+                        w = lg.t
+                        svc += w
+                        fin += w
+                    elif noref and (cls == K_FWD or cls == K_REDIR):
+                        # ip_finish_output2 with no route cache: a neighbour lookup per packet
+                        nr = self.neigh.ip_finish_output2_noref(
+                            j, pk.oif[j], pk.gw[j] if pk.gw[j] else pk.key[j] >> 32, fin)
                         w = lg.t
                         svc += w
                         fin += w

@@ -254,3 +254,51 @@ def test_schedule_orders_deliveries_and_keeps_nt():
     s.born_push(0.2, 9)
     s.born_push(0.1, 8)
     assert s.bnt == 0.1 and s.born_pop() == 8 and s.bnt == 0.2
+
+
+def nocache_kernel(monkeypatch, base="2.6.0"):
+    """A kernel with no route cache but with policy rules, ARP and RCU (the
+    shape of a 3.6 profile), registered for the test only."""
+    import dataclasses
+
+    from routelab import kernels
+    k = dataclasses.replace(kernels.KERNELS[base], name="test-nocache", route_cache=False)
+    monkeypatch.setitem(kernels.KERNELS, k.name, k)
+    return k.name
+
+
+def test_a_kernel_without_route_cache_keeps_rules_arp_and_rcu(monkeypatch):
+    name = nocache_kernel(monkeypatch)
+    devs = [Device("eth0", "e1000", 0), Device("eth1", "e1000", 0)]
+    f = Fib(routes=[Route("10.0.0.0/8", oif=0), Route("0.0.0.0/0", oif=1, gateway="192.0.2.254")],
+            local_addrs=["10.255.255.254", "192.0.2.1"])
+    r = Router(name, "opteron-2400x2", devs, f, arp_static=[(0, IN_HOST)])
+    from routelab.router import Run
+    run = Run(r, udp(50, rate=10000.0), 0.05)
+    res = run.dispatch()
+    assert run.cache is None and run.arp is not None and run.cpus[0].rcu is not None
+    oc = res.outcome_counts()
+    # the gateway was unknown: ARP asked for it, the first packets waited in its
+    # queue (3 by default, the rest dropped), and once resolved every packet left
+    assert res.counters["neigh"]["entries"] >= 1
+    assert oc["forwarded"] + oc.get("drop_arp_queue", 0) + oc.get("held_neigh", 0) == 50
+    assert oc["forwarded"] >= 40
+    assert res.counters["dev"]["tx_packets"][1] >= oc["forwarded"] + 1      # + the ARP request
+    # the policy rules are walked (priced) although there is no cache
+    from routelab.prepare import prepare
+    p = prepare(r, None, udp(3))
+    assert (p["nrules"] > 0).all()
+    # per-packet neighbour lookups keep no reference: only the table's own is left
+    assert [n.refcnt for n in run.arp.tbl] == [1] * run.arp.tbl.entries
+    assert "test-nocache" in res.config.kernel.name
+    assert res.conservation()
+
+
+def test_kernel_profile_fields_are_checked():
+    import dataclasses
+
+    from routelab import kernels
+    with pytest.raises(KnobError, match="fib"):
+        dataclasses.replace(kernels.KERNELS["2.6.0"], fib="radix")
+    assert kernels.KERNELS["2.0"].policy_rules is False
+    assert all(k.policy_rules for n, k in kernels.KERNELS.items() if n != "2.0")

@@ -62,6 +62,7 @@ from ..core.dropreason import OUTCOMES
 from ..core.dst import dst_release, dst_set_expires
 from ..core.neighbour import (
     EINVAL,
+    NEIGH_DROP,
     NUD_NOARP,
     NUD_REACHABLE,
     NUD_STALE,
@@ -491,6 +492,31 @@ class RunSink:
         """
         return self.arp.tbl.neigh_resolve_output(e.neigh, (self.wno, j), e, now)
 
+    def ip_finish_output2_noref(self, j: int, dev: int, nexthop: int, now: float) -> int:
+        """Packet ``j`` of a kernel whose routes hold no neighbour (no route
+        cache: 3.6 and later): look the next hop up in the neighbour table,
+        creating it if missing, and output through it; the table's verdict as
+        :meth:`ip_finish_output2`, seconds in ``ledger.t``.
+
+        Kernel: net/ipv4/ip_output.c ip_finish_output2 (3.6:
+        ``__ipv4_neigh_lookup_noref``, else ``__neigh_create``, then
+        ``dst_neigh_output``).  The lookup takes no reference ("noref", under
+        rcu_read_lock_bh), so none is kept here: the one a create or lookup
+        takes is dropped at once.  Simplified: priced as
+        ``arp_bind_neighbour``'s lookup (the same hash and chain walk).
+        """
+        lg = self.ledger
+        n = self.arp.arp_bind_neighbour(dev, nexthop, now)
+        s = lg.t
+        if isinstance(n, int):              # -ENOBUFS: the table is full
+            lg.t = s
+            return NEIGH_DROP
+        rc = self.arp.tbl.neigh_resolve_output(n, (self.wno, j), None, now)
+        s += lg.t
+        s += self.arp.tbl.neigh_release(n, now)
+        lg.t = s
+        return rc
+
     # -- the table's callbacks ----------------------------------------------------
     def neigh_output(self, token: tuple[int, int], dst: Any, now: float) -> float:
         """The neighbour resolved: its queued packet leaves now.  (Its output
@@ -528,13 +554,15 @@ class RunSink:
             self.icmp.host_unreach += 1
             if log is not None:
                 log.append((now, "host unreachable" if dep == dep else "icmp rate-limited",
-                            dst.key >> 32, "", pk.value(j, "saddr")))
+                            dst.key >> 32 if dst is not None else "", "",
+                            pk.value(j, "saddr")))
             t += self._c_icmp
             self.ledger.drop(j, OUTCOMES["drop_neigh_failed"])
-        dst_set_expires(dst, now, 0.0)
-        if log is not None:
-            log.append((now, "route expires", dst.key >> 32, "", dst.expires))
-        dst_release(dst)
+        if dst is not None:             # (a kernel without a route cache holds none)
+            dst_set_expires(dst, now, 0.0)
+            if log is not None:
+                log.append((now, "route expires", dst.key >> 32, "", dst.expires))
+            dst_release(dst)
         self.ledger.charge(self._slot, t)
         return t
 
