@@ -458,10 +458,12 @@ class Run(RunSeams):
         The rule at the end of the run: timers and samples due at or before
         ``duration`` happen, later ones do not.  Packets do not stop: a packet
         born by then is carried through the router whenever it arrives, and
-        every packet the router sends is delivered; but a host's reaction to a
-        delivery after ``duration`` bears no packet (:meth:`inject` refuses
-        it and counts it in ``Result.extra["refused_after_end"]``), so the run
-        ends.
+        every packet the router sends is delivered.  A host may still answer
+        a packet that reached the router by ``duration`` (the reply to a ping
+        still queued at the end comes back), but not a packet that arrived
+        after it: :meth:`inject` refuses that reaction and counts it in
+        ``Result.extra["refused_after_end"]``, so even a closed loop with no
+        timer (data and ACKs) ends.
         """
         lg, clock, rc, icmp, sch = self.ledger, self.clock, self.cache, self.icmp, self.sch
         devs, cpus = self.devices, self.cpus
@@ -611,7 +613,9 @@ class Run(RunSeams):
             if td <= t and td < INF and (td <= tc or tc > tt):
                 td, host, j = sch.delivery_pop()
                 if td > self.duration:
-                    self.over = True      # (a host's reaction now bears nothing)
+                    # after the end, a host may still answer a packet of the run
+                    # (one that reached the router by then), not an answer
+                    self.over = self.field(j, "t") > self.duration
                 host.deliver(j, td)
             elif tc <= tt:
                 clock.run_due(tc)         # the timers due at that instant

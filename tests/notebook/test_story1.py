@@ -106,7 +106,10 @@ def test_dst_gc_work_grows_with_the_queue_in_the_nocache_kernel():
     small = dst_gc_work(worm.run(txqueuelen=100, **kw))
     big = dst_gc_work(worm.run(txqueuelen=1500, **kw))
     assert big["garbage_max"] > small["garbage_max"] + 500
-    assert big["walked"] > 1.5 * small["walked"]
+    # (1.43x in this 6 s run; it was 1.71x when dst_run_gc also kept firing after
+    # the end of the run, while the long queue's born replies were still served:
+    # the event loop stops timers at the end since engine step 2)
+    assert big["walked"] > 1.3 * small["walked"]
     assert big["cpu_s"] > small["cpu_s"]
     assert "txqueuelen" in queue_trials([100], duration=0.5)
 
