@@ -98,10 +98,6 @@ class Schedule:
         self.delivered += 1
         return t, host, j
 
-    def pending_deliveries(self) -> list:
-        """``(t, host, j)`` of every pending delivery, earliest first (a copy)."""
-        return [(t, h, j) for t, _, h, j in sorted(self.dlv)]
-
     def rekey_deliveries(self, rekey) -> None:
         """Give every pending delivery the index ``rekey(j)`` (window change)."""
         self.dlv = [(t, s, h, rekey(j)) for t, s, h, j in self.dlv]
