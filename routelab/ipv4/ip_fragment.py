@@ -17,6 +17,7 @@ size of a fragment is ``ihl + payload``.  Link-layer framing is not counted.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from bisect import bisect_left
 from collections import OrderedDict
@@ -582,6 +583,9 @@ class IpDefrag:
         What each queued fragment costs (see above).
     ipfrag_max_dist : int, optional
         6.x only (``None``: 64; 0 turns the rule off).
+    qsize : int, optional
+        Bytes per queue instead of the receiver's ``sizeof(struct ipq)``
+        (e.g. one measured on a real kernel).
     """
 
     __slots__ = (
@@ -598,6 +602,7 @@ class IpDefrag:
         ipfrag_time: float | None = None,
         truesize=None,
         ipfrag_max_dist: int | None = None,
+        qsize: int | None = None,
     ) -> None:
         if isinstance(receiver, (int, np.integer)) and not isinstance(receiver, bool):
             # the old positional form IpDefrag(high, low, time)
@@ -606,6 +611,8 @@ class IpDefrag:
         if receiver not in RECEIVERS:
             raise KnobError("receiver", receiver, "one of " + ", ".join(RECEIVERS_ORDER))
         rules = RECEIVERS[receiver]
+        if qsize is not None:
+            rules = dataclasses.replace(rules, qsize=_int_knob("qsize", qsize, 0))
         self.receiver = receiver
         self.rules = rules
         high = rules.high if ipfrag_high_thresh is None else ipfrag_high_thresh

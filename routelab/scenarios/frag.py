@@ -125,15 +125,17 @@ def resolve_receiver(values: dict) -> dict:
             "frag_truesize": ts, "count": count}
 
 
-def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
-    """Router (the receiver) and its (empty) offered trace for resolved knob values."""
+def build(values: dict, seed: int, rx_truesize=None, rx_qsize=None) -> tuple[Router, PacketTrace]:
+    """Router (the receiver) and its offered trace for resolved knob values
+    (``duration``: the seconds of sending).  ``rx_truesize`` (a callable of
+    the frame's IP length) and ``rx_qsize`` replace the receiver's assumed
+    truesize and queue size (the ``--real`` comparison passes measured ones)."""
     lim = resolve_receiver(values)
+    ts = lim["frag_truesize"] if rx_truesize is None else rx_truesize
     defrag = IpDefrag(values["receiver"], lim["ipfrag_high_thresh"], lim["ipfrag_low_thresh"],
-                      lim["ipfrag_time"], truesize=lim["frag_truesize"])
+                      lim["ipfrag_time"], truesize=ts, qsize=rx_qsize)
     speed = values["link_mbps"] * 1e6
-    sender = FragSender(ip_to_int(SENDER), ip_to_int(RECEIVER_ADDR), values["datagram_bytes"],
-                        values["rate"], lim["count"], 1500, speed, values["loss_pct"], seed,
-                        values["order"])
+    sender = sender_of(values, seed)
     nic = "e1000"
     devices = [Device("eth0", nic, 0, speed_bps=speed)]
     fib = Fib(routes=[Route("10.0.0.0/24", oif=0)], local_addrs=[RECEIVER_ADDR])
@@ -171,28 +173,30 @@ def summarize(res: Result) -> dict:
     }
 
 
-def run(seed: int = 1, **knobs) -> Result:
-    """Run the scenario; see ``KNOBS`` for the parameters."""
+def sender_of(values: dict, seed: int) -> FragSender:
+    """The sender for resolved knob values."""
+    lim = resolve_receiver(values)
+    return FragSender(ip_to_int(SENDER), ip_to_int(RECEIVER_ADDR), values["datagram_bytes"],
+                      values["rate"], lim["count"], 1500, values["link_mbps"] * 1e6,
+                      values["loss_pct"], seed, values["order"])
+
+
+def run(seed: int = 1, *, rx_truesize=None, rx_qsize=None, **knobs) -> Result:
+    """Run the scenario; see ``KNOBS`` for the parameters (``rx_truesize``,
+    ``rx_qsize``: see :func:`build`).  The run lasts ``duration`` +
+    ``ipfrag_time`` + 1 s, so that every queue has completed or expired."""
     from .common import resolve
     values = resolve(KNOBS, knobs)
     lim = resolve_receiver(values)
-    # the run lasts until the last queue has completed or expired
-    knobs = dict(knobs)
     total = values["duration"] + lim["ipfrag_time"] + 1.0
-
-    def build_total(v, s):
-        return build(v, s)
-
     spec = dict(KNOBS)
-    spec["duration"] = Knob("duration", total, float, 0.1, 1e6, "s", "run length")
-    given = {k: v for k, v in values.items() if k != "duration"}
-    given["duration"] = total
+    spec["duration"] = Knob("duration", total, float, 0.0, 1e7, "s", "run length")
 
     def build_send(v, s):
-        v = dict(v, duration=values["duration"])
-        return build(v, s)
+        return build(dict(v, duration=values["duration"]), s, rx_truesize, rx_qsize)
 
-    res = run_scenario(NAME, spec, build_send, given, seed, 1500, summary=summarize)
+    res = run_scenario(NAME, spec, build_send, dict(values, duration=total), seed, 1500,
+                       summary=summarize)
     res.extra["knobs"] = dict(values, **{k: lim[k] for k in ("ipfrag_high_thresh",
                                                              "ipfrag_low_thresh",
                                                              "ipfrag_time", "frag_truesize")})
