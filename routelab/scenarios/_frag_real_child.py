@@ -103,6 +103,15 @@ def main():
                 write_sys(name, v)
             except OSError as e:
                 errors[name] = str(e)
+    # HZ: a millisecond sysctl kept in jiffies reads back one jiffy's worth
+    try:
+        rt = SYS + "neigh/lo/retrans_time_ms"
+        with open(rt, "w") as f:
+            f.write("1")
+        with open(rt) as f:
+            out["hz"] = 1000 // int(f.read().strip())
+    except OSError:
+        out["hz"] = None
     out["sysctl"] = {n: read_sys(n) for n in ("ipfrag_high_thresh", "ipfrag_low_thresh",
                                                "ipfrag_time", "ipfrag_max_dist")}
     out["sysctl_errors"] = errors
@@ -189,6 +198,14 @@ def main():
     ids, rate, count = job["ids"], job["rate"], job["count"]
     m = len(rows)
     t0 = time.monotonic()
+    # jiffies count from INITIAL_JIFFIES (-300 s, 32-bit wrap) at boot, one per
+    # tick of CLOCK_MONOTONIC: an estimate of jiffies at t0 (phase of the wheel)
+    # (the parent may know the offset better, from /proc/timer_list)
+    if out["hz"]:
+        off = job.get("jiffies_offset")
+        if off is None or job.get("jiffies_hz") != out["hz"]:
+            off = (1 << 32) - 300 * out["hz"]
+        out["jiffies_t0"] = (off + int(t0 * out["hz"])) % (1 << 32)
     late = 0.0
     sent_frames = 0
     for k in range(count):

@@ -125,15 +125,18 @@ def resolve_receiver(values: dict) -> dict:
             "frag_truesize": ts, "count": count}
 
 
-def build(values: dict, seed: int, rx_truesize=None, rx_qsize=None) -> tuple[Router, PacketTrace]:
+def build(values: dict, seed: int, rx_truesize=None, rx_qsize=None, rx_hz=None,
+          rx_jiffies0: int = 0) -> tuple[Router, PacketTrace]:
     """Router (the receiver) and its offered trace for resolved knob values
     (``duration``: the seconds of sending).  ``rx_truesize`` (a callable of
     the frame's IP length) and ``rx_qsize`` replace the receiver's assumed
-    truesize and queue size (the ``--real`` comparison passes measured ones)."""
+    truesize and queue size, ``rx_hz`` its tick rate and ``rx_jiffies0`` the
+    jiffies at time 0 (the ``--real`` comparison passes measured ones)."""
     lim = resolve_receiver(values)
     ts = lim["frag_truesize"] if rx_truesize is None else rx_truesize
     defrag = IpDefrag(values["receiver"], lim["ipfrag_high_thresh"], lim["ipfrag_low_thresh"],
-                      lim["ipfrag_time"], truesize=ts, qsize=rx_qsize)
+                      lim["ipfrag_time"], truesize=ts, qsize=rx_qsize, jiffies0=rx_jiffies0,
+                      hz=rx_hz)
     speed = values["link_mbps"] * 1e6
     sender = sender_of(values, seed)
     nic = "e1000"
@@ -181,7 +184,8 @@ def sender_of(values: dict, seed: int) -> FragSender:
                       values["loss_pct"], seed, values["order"])
 
 
-def run(seed: int = 1, *, rx_truesize=None, rx_qsize=None, **knobs) -> Result:
+def run(seed: int = 1, *, rx_truesize=None, rx_qsize=None, rx_hz=None, rx_jiffies0: int = 0,
+        **knobs) -> Result:
     """Run the scenario; see ``KNOBS`` for the parameters (``rx_truesize``,
     ``rx_qsize``: see :func:`build`).  The run lasts ``duration`` +
     ``ipfrag_time`` + 1 s, so that every queue has completed or expired."""
@@ -193,7 +197,8 @@ def run(seed: int = 1, *, rx_truesize=None, rx_qsize=None, **knobs) -> Result:
     spec["duration"] = Knob("duration", total, float, 0.0, 1e7, "s", "run length")
 
     def build_send(v, s):
-        return build(dict(v, duration=values["duration"]), s, rx_truesize, rx_qsize)
+        return build(dict(v, duration=values["duration"]), s, rx_truesize, rx_qsize, rx_hz,
+                     rx_jiffies0)
 
     res = run_scenario(NAME, spec, build_send, dict(values, duration=total), seed, 1500,
                        summary=summarize)
@@ -202,3 +207,9 @@ def run(seed: int = 1, *, rx_truesize=None, rx_qsize=None, **knobs) -> Result:
                                                              "ipfrag_time", "frag_truesize")})
     res.extra["run_s"] = total
     return res
+
+
+def real_main(seed: int = 1, as_json: bool = False, **knobs) -> int:
+    """``python -m routelab frag --real`` (see :mod:`routelab.scenarios.frag_real`)."""
+    from . import frag_real
+    return frag_real.main(seed, as_json, **knobs)

@@ -71,6 +71,28 @@ def why_not() -> str | None:
     return None
 
 
+def _jiffies_offset():
+    """``(jiffies - floor(CLOCK_MONOTONIC * HZ), HZ)`` from /proc/timer_list
+    where it can be read (root); ``(None, None)`` elsewhere (the child then
+    takes jiffies to have started at INITIAL_JIFFIES at boot, about 0.1 s off)."""
+    import re
+    import time
+    try:
+        t = time.monotonic()
+        text = Path("/proc/timer_list").read_text()
+    except OSError:
+        return None, None
+    j = re.search(r"^jiffies: (\d+)", text, re.M)
+    if not j:
+        return None, None
+    # HZ from the child (retrans_time_ms); the offset is checked against it there
+    for hz in (1000, 300, 250, 100):
+        off = int(j.group(1)) - int(t * hz)
+        if abs((off % (1 << 32)) - ((1 << 32) - 300 * hz)) < 30 * hz:
+            return off % (1 << 32), hz
+    return None, None
+
+
 def _job(values: dict, seed: int, lost_file: str) -> dict:
     sender = sender_of(values, seed)
     cols, _ = sender.frames()
@@ -94,6 +116,7 @@ def _job(values: dict, seed: int, lost_file: str) -> dict:
         else lim["ipfrag_time"],
         "lost_file": lost_file,
         "frames_arriving": int(arrived.sum()),
+        **dict(zip(("jiffies_offset", "jiffies_hz"), _jiffies_offset(), strict=True)),
     }
 
 
@@ -152,7 +175,9 @@ def model_for(real: dict, seed: int, **knobs):
     kn = dict(knobs, receiver="linux-6.x", ipfrag_high_thresh=int(sysctl["ipfrag_high_thresh"]),
               ipfrag_low_thresh=int(sysctl["ipfrag_low_thresh"]),
               ipfrag_time=float(sysctl["ipfrag_time"]))
-    return run(seed, rx_truesize=truesize, rx_qsize=m["qsize"], **kn)
+    hz = real.get("hz")
+    return run(seed, rx_truesize=truesize, rx_qsize=m["qsize"], rx_hz=hz,
+               rx_jiffies0=int(real.get("jiffies_t0", 0)) if hz else 0, **kn)
 
 
 def compare(seed: int = 1, **knobs) -> dict:
@@ -161,7 +186,8 @@ def compare(seed: int = 1, **knobs) -> dict:
     real = run_real(seed, **knobs)
     res = model_for(real, seed, **knobs)
     model = {k: res.summary()[k] for k in SUMMARY_KEYS}
-    return {"uname_r": real["uname_r"], "knobs": real["knobs"], "seed": seed,
+    return {"uname_r": real["uname_r"], "hz": real.get("hz"),
+            "jiffies_t0": real.get("jiffies_t0"), "knobs": real["knobs"], "seed": seed,
             "measured": real["measured"], "sysctl": real["sysctl"],
             "real": real["summary"], "model": model,
             "real_extra": {k: real[k] for k in ("received", "frag_peak", "send_seconds",
