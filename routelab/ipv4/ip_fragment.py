@@ -613,7 +613,8 @@ class IpDefrag:
     receiver : str
         One of :data:`RECEIVERS_ORDER`.
     ipfrag_high_thresh, ipfrag_low_thresh : int, optional
-        Bytes (``None``: the receiver's default); ``0 <= low <= high``.
+        Bytes (``None``: the receiver's default; a default low is lowered to
+        a given high); ``0 <= low <= high``.
     ipfrag_time : float, optional
         Seconds (``None``: the receiver's default).
     truesize : None, "receiver", int or callable
@@ -664,8 +665,9 @@ class IpDefrag:
         self.rules = rules
         self._jiffies0 = _int_knob("jiffies0", jiffies0, 0)
         high = rules.high if ipfrag_high_thresh is None else ipfrag_high_thresh
-        low = rules.low if ipfrag_low_thresh is None else ipfrag_low_thresh
         self._high = _int_knob("ipfrag_high_thresh", high, 0)
+        # (the default low never stands above a high given alone)
+        low = min(rules.low, self._high) if ipfrag_low_thresh is None else ipfrag_low_thresh
         self._low = 0
         self.ipfrag_low_thresh = low
         self.ipfrag_time = rules.time if ipfrag_time is None else ipfrag_time

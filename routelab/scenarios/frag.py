@@ -107,7 +107,8 @@ def resolve_receiver(values: dict) -> dict:
     """The receiver's limits with the defaults filled in; refuses impossible ones."""
     rules = RECEIVERS[values["receiver"]]
     high = rules.high if values["ipfrag_high_thresh"] is None else values["ipfrag_high_thresh"]
-    low = rules.low if values["ipfrag_low_thresh"] is None else values["ipfrag_low_thresh"]
+    low = min(rules.low, high) if values["ipfrag_low_thresh"] is None \
+        else values["ipfrag_low_thresh"]
     if low > high:
         raise KnobError("ipfrag_low_thresh", low,
                         f"at most ipfrag_high_thresh ({high}): low cannot be above high")

@@ -111,7 +111,8 @@ def _job(values: dict, seed: int, lost_file: str) -> dict:
         "udp_len": values["datagram_bytes"] + 8,
         "ipfrag_high_thresh": values["ipfrag_high_thresh"] if values["ipfrag_high_thresh"]
         is not None else None,
-        "ipfrag_low_thresh": values["ipfrag_low_thresh"],
+        "ipfrag_low_thresh": lim["ipfrag_low_thresh"] if values["ipfrag_high_thresh"]
+        is not None or values["ipfrag_low_thresh"] is not None else None,
         "ipfrag_time": values["ipfrag_time"] if values["ipfrag_time"] is not None
         else lim["ipfrag_time"],
         "lost_file": lost_file,
