@@ -58,7 +58,7 @@ class RunSeams:
         vals = self._inject_cache.get(key)
         if isinstance(vals, tuple):      # primed: a row of a batch (prime_injections)
             b, i = vals
-            vals = {name: a[i].item() for name, a in self._primed[b].items()}
+            vals = {name: a.item(i) for name, a in self._primed[b].items()}
             self._inject_cache[key] = vals
         if vals is None:
             one = PacketTrace.build(np.array([t]), **f)

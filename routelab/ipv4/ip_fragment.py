@@ -1,14 +1,17 @@
-"""IPv4 fragmentation and reassembly (``net/ipv4/ip_fragment.c``, 2.4.22 / 2.6.11).
+"""IPv4 fragmentation and reassembly (``net/ipv4/ip_fragment.c``; receivers
+2.4.19, 2.4.22, Solaris and 6.x).
 
 Two levels of model live here:
 
 * :func:`fragment_plan` answers "how many fragments, and how big?" for whole
   numpy arrays of packets at once.  The engine's ``ip_output`` stage uses it;
   nothing in it depends on state, so it is vectorised.
-* :func:`ip_fragment` and :class:`IpDefrag` work on real bytes.  ``IpDefrag``
-  is the receiver's reassembler (the kernel's ``ipq`` queues) with its memory
-  accounting, LRU evictor and reassembly timer; it is stateful and runs per
-  fragment inside the engine loop.
+* :func:`ip_fragment` and :class:`IpDefrag` work per datagram / fragment, on
+  real bytes or (fast) on sizes only.  ``IpDefrag`` is a receiver's
+  reassembler (the kernel's ``ipq`` queues) with its memory accounting, its
+  limit rule (2.4.19's bucket sweep, 2.4.22's LRU, Solaris's prune, 6.x's
+  refusal; :data:`RECEIVERS`) and its reassembly timers; it is stateful and
+  runs per fragment inside a host (docs/story3-reassembly.md).
 
 Lengths follow one convention throughout: ``length``/``payload`` is the IP
 payload (everything after the IP header, e.g. UDP header + data); the wire
@@ -633,9 +636,9 @@ class IpDefrag:
     """
 
     __slots__ = (
-        "_buckets", "_clock_timer", "_high", "_jiffies0", "_low", "_next_deadline", "_on_expire", "_peer_rid",
-        "_queues", "_seq", "_time", "_timers", "_truesize", "discarded", "evicted", "fates",
-        "icmp_time_exceeded", "max_dist", "mem", "mem_max", "receiver", "rules", "snmp",
+        "_buckets", "_clock_timer", "_high", "_jiffies0", "_low", "_next_deadline", "_on_expire",
+        "_peer_rid", "_queues", "_seq", "_time", "_timers", "_truesize", "discarded", "evicted",
+        "fates", "icmp_time_exceeded", "max_dist", "mem", "mem_max", "receiver", "rules", "snmp",
     )  # fmt: skip
 
     def __init__(

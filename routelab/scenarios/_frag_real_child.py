@@ -53,7 +53,7 @@ def write_sys(name, value):
 def snmp_ip():
     with open("/proc/net/snmp") as f:
         lines = [ln.split() for ln in f if ln.startswith("Ip:")]
-    return dict(zip(lines[0][1:], map(int, lines[1][1:])))
+    return dict(zip(lines[0][1:], map(int, lines[1][1:]), strict=True))
 
 
 def frag_stat():
