@@ -110,3 +110,18 @@ def test_cli_real_says_why_or_runs(capsys, monkeypatch):
     monkeypatch.setattr(frag_real, "why_not", lambda: "not Linux (Plan9)")
     assert main(["frag", "--real"]) == 1
     assert "cannot run here: not Linux (Plan9)" in capsys.readouterr().out
+
+
+def test_host_nic_wire_loss():
+    from routelab.hosts.nic import HostNic
+    with pytest.raises(KnobError, match="loss_pct"):
+        HostNic(1e9, loss_pct=101)
+    with pytest.raises(KnobError, match="rng"):
+        HostNic(1e9, loss_pct=1.0)
+    res = frag.run(seed=1, loss_pct=100.0, sender="host", **SMALL)
+    tx = res.counters["hosts"]["eth0"]
+    assert tx["wire_lost"] == tx["tx_packets"] == 100 * 23
+    assert summ(res)["reasm_reqds"] == 0 and summ(res)["delivered"] == 0
+    # the loss is per frame: at 10 % about a tenth is lost, the same with the same seed
+    a = frag.run(seed=4, loss_pct=10.0, sender="host", **SMALL).counters["hosts"]["eth0"]
+    assert 0.08 < a["wire_lost"] / a["tx_packets"] < 0.12

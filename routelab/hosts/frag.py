@@ -40,8 +40,6 @@ charged: nobody reads the socket in this scenario.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..ipv4.ip_fragment import IP_MIN_IHL, IpDefrag, IpFragment, fragment_plan
@@ -273,7 +271,6 @@ class FragReceiver(Host):
         self.mixed = 0            # rebuilt from two datagrams' fragments (bad checksum)
         self.not_fragmented = 0
         self._freed_seen = 0
-        self.mem_series: list = []  # (t, mem) at each change of the limit regime
 
     def _expired(self, now: float, expired) -> float:
         return self._charge_frees()
@@ -313,8 +310,3 @@ class FragReceiver(Host):
         out["mixed"] = self.mixed
         return out
 
-
-def wire_time_s(ip_len: int, speed_bps: float) -> float:
-    """Seconds one frame of ``ip_len`` IP bytes takes on the wire."""
-    from ..costs import wire_bytes
-    return float(wire_bytes(int(ip_len))) * 8.0 / speed_bps if speed_bps > 0 else math.inf

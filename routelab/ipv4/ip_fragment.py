@@ -799,6 +799,19 @@ class IpDefrag:
             **{"frag_" + k: v for k, v in self.fates.items()},
         }
 
+    def max_timer_delay(self) -> float:
+        """The most a queue's timer can fire after ``now + ipfrag_time``: one
+        tick (the 2.4 kernels), the timer wheel's slot at ``ipfrag_time``
+        (6.x, :func:`wheel_bucket`), nothing (Solaris)."""
+        hz = self.rules.hz
+        if not hz:
+            return 0.0
+        delta = max(int(round(self._time * hz)), 1)
+        if not self.rules.wheel:
+            return 1.0 / hz
+        # (at most one slot of the level: wheel_bucket(0, delta) is that slot)
+        return wheel_bucket(0, delta) / hz
+
     @property
     def next_deadline(self) -> float:
         """Earliest pending timer (may be a stale one; ``inf`` if none)."""

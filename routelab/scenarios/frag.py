@@ -3,7 +3,8 @@
 A sender sends ``datagram_bytes`` UDP datagrams at ``rate`` per second for
 ``duration`` through a link that loses ``loss_pct`` of its frames into a
 receiver, which reassembles them; the run goes on until every reassembly
-queue has completed or expired (``duration`` + ``ipfrag_time`` + 1 s).  One
+queue has completed or expired (``duration`` + ``ipfrag_time`` + the timers'
+lateness + 1 s).  One
 lost fragment costs its whole datagram, and what the receiver holds of it
 (an *orphan*) costs memory until it expires or is evicted -- and a memory
 limit can then cost datagrams that lost nothing.
@@ -60,7 +61,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
     Knob("receiver", "linux-2.4.19", str, choices=RECEIVERS_ORDER,
          help="Whose reassembly: linux-2.4.19 (bucket-sweep evictor), linux-2.4.22 (LRU), "
               "solaris (prune oldest), linux-6.x (refuse above the limit)."),
-    Knob("datagram_bytes", 32768, int, 1, 65535, "bytes",
+    Knob("datagram_bytes", 32768, int, 1, 1 << 20, "bytes",
          "UDP data per datagram (at most 65,507: 65,535 minus IP and UDP headers).",
          step=1024),
     Knob("rate", 100.0, float, 0.1, 20000.0, "datagrams/s", "Datagrams sent per second.",
@@ -189,11 +190,14 @@ def run(seed: int = 1, *, rx_truesize=None, rx_qsize=None, rx_hz=None, rx_jiffie
         **knobs) -> Result:
     """Run the scenario; see ``KNOBS`` for the parameters (``rx_truesize``,
     ``rx_qsize``: see :func:`build`).  The run lasts ``duration`` +
-    ``ipfrag_time`` + 1 s, so that every queue has completed or expired."""
+    ``ipfrag_time`` + the timers' lateness (the 6.x timer wheel: up to 2 s at
+    30 s) + 1 s, so that every queue has completed or expired."""
     from .common import resolve
     values = resolve(KNOBS, knobs)
     lim = resolve_receiver(values)
-    total = values["duration"] + lim["ipfrag_time"] + 1.0
+    probe = IpDefrag(values["receiver"], lim["ipfrag_high_thresh"], lim["ipfrag_low_thresh"],
+                     lim["ipfrag_time"], hz=rx_hz)
+    total = values["duration"] + lim["ipfrag_time"] + probe.max_timer_delay() + 1.0
     spec = dict(KNOBS)
     spec["duration"] = Knob("duration", total, float, 0.0, 1e7, "s", "run length")
 

@@ -295,3 +295,12 @@ def test_size_only_mode_counts_as_bytes_mode(rx, ev, high):
             sizes.append(None if got is None else (got.size, got.tag))
         out.append((sizes, r.stats()))
     assert out[0] == out[1]
+
+
+def test_old_positional_form_and_timer_lateness():
+    r = IpDefrag(20000, 10000, 5.0)
+    assert (r.receiver, r.ipfrag_high_thresh, r.ipfrag_low_thresh, r.ipfrag_time) == (
+        "linux-2.4.22", 20000, 10000, 5.0)
+    assert IpDefrag("linux-6.x").max_timer_delay() == pytest.approx(512 / 250)
+    assert IpDefrag("linux-2.4.19").max_timer_delay() == pytest.approx(0.01)
+    assert IpDefrag("solaris").max_timer_delay() == 0.0
