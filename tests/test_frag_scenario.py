@@ -102,8 +102,11 @@ def test_real_kernel_matches_the_linux_6x_model():
     real, model = c["real"], c["model"]
     assert real["sent"] == model["sent"] and real["reasm_reqds"] == model["reasm_reqds"]
     assert model["reasm_fails"] > model["reasm_timeouts"]      # the refusals happened
+    # with the wheel's phase known (/proc/timer_list readable) they agree to a
+    # few datagrams; estimated from CLOCK_MONOTONIC it can be ~0.1 s off
+    tol = 0.03 if c["jiffies_exact"] else 0.15
     for k in ("delivered", "reasm_oks", "reasm_fails", "reasm_timeouts"):
-        assert abs(real[k] - model[k]) <= max(3, 0.03 * model[k]), (k, real, model)
+        assert abs(real[k] - model[k]) <= max(3, tol * model[k]), (k, real, model)
 
 
 def test_cli_real_says_why_or_runs(capsys, monkeypatch):

@@ -15,6 +15,14 @@ not a NIC's), and both summaries are printed side by side.  Because the
 losses are the same frames, a difference is the model's (or the real
 sender's timing: it is a Python loop, ``max_late_s`` says how late it ran).
 
+The 6.x timers go through the timer wheel, whose slots lie at fixed jiffies
+values, so the model is also given HZ (read in the namespace: a millisecond
+sysctl kept in jiffies reads back one jiffy's worth) and the jiffies counter
+at the first send: exact from ``/proc/timer_list`` (the parent, when root) or
+``/proc/schedstat`` (world-readable where CONFIG_SCHEDSTATS is on), else
+estimated from CLOCK_MONOTONIC and INITIAL_JIFFIES (~0.1 s off: results then
+agree to ~5 % instead of a datagram or two).  ``jiffies_source`` says which.
+
 Where it cannot run (not Linux, no ``unshare``, user namespaces off, a
 seccomp filter, raw sockets refused), :func:`why_not` says why in one line.
 """
@@ -159,6 +167,7 @@ def run_real(seed: int = 1, timeout: float | None = None, **knobs) -> dict:
     out["knobs"] = {k: v for k, v in values.items()}
     out["seed"] = int(seed)
     out["frames_arriving_model"] = job["frames_arriving"]
+    out["jiffies_exact"] = not out.get("jiffies_source", "estimate").startswith("estimate")
     return out
 
 
@@ -188,6 +197,7 @@ def compare(seed: int = 1, **knobs) -> dict:
     res = model_for(real, seed, **knobs)
     model = {k: res.summary()[k] for k in SUMMARY_KEYS}
     return {"uname_r": real["uname_r"], "hz": real.get("hz"),
+            "jiffies_exact": real["jiffies_exact"], "jiffies_source": real.get("jiffies_source"),
             "jiffies_t0": real.get("jiffies_t0"), "knobs": real["knobs"], "seed": seed,
             "measured": real["measured"], "sysctl": real["sysctl"],
             "real": real["summary"], "model": model,
