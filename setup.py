@@ -75,4 +75,4 @@ class ParallelBuildExt(build_ext):
 
 
 setup(ext_modules=ext_modules(), cmdclass={"build_ext": ParallelBuildExt},
-      package_data={"routelab": ["_accel_manifest.json", "*.pxd", "*/*.pxd"]})
+      package_data={"routelab": ["_accel_manifest.json", "*.pxd", "*/*.pxd", "data/*.json"]})

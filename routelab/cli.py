@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print one JSON object {scenario, knobs, summary, counters}")
         sp.add_argument("--proc", action="store_true",
                         help="also print rt_cache_stat, netstat -i and the CPU profile")
+        if hasattr(mod, "real_main"):
+            sp.add_argument("--real", action="store_true",
+                            help="run the same experiment on this machine's own kernel "
+                                 "(unprivileged user + network namespace) beside the model")
     return parser
 
 
@@ -86,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: seed={args.seed!r} is not valid: expected a non-negative integer",
               file=sys.stderr)
         return 2
+    if getattr(args, "real", False):
+        return mod.real_main(seed=seed, as_json=args.json, **knobs)
     try:
         res = mod.run(seed=seed, **knobs)
     except KnobError as exc:

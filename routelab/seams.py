@@ -58,7 +58,7 @@ class RunSeams:
         vals = self._inject_cache.get(key)
         if isinstance(vals, tuple):      # primed: a row of a batch (prime_injections)
             b, i = vals
-            vals = {name: a[i].item() for name, a in self._primed[b].items()}
+            vals = {name: a.item(i) for name, a in self._primed[b].items()}
             self._inject_cache[key] = vals
         if vals is None:
             one = PacketTrace.build(np.array([t]), **f)
@@ -111,7 +111,8 @@ class RunSeams:
         if j >= self.pk.n0:
             return dict(self._born[j])
         tr = self.tr
-        return {name: getattr(tr, name)[j].item() for name in PacketTrace.DTYPES}
+        # (ndarray.item(j): no numpy scalar made first, same Python value)
+        return {name: getattr(tr, name).item(j) for name in PacketTrace.DTYPES}
 
     def field(self, j: int, name: str):
         """One header field of packet ``j`` (see :meth:`header`)."""
@@ -119,7 +120,7 @@ class RunSeams:
             return self._kept[j][name]
         if j >= self.pk.n0:
             return self._born[j][name]
-        return getattr(self.tr, name)[j].item()
+        return getattr(self.tr, name).item(j)
 
     # -- local output: a socket on the router's own machine ------------------------
     def ip_output(self, fields: dict, t: float, owner=None, tag: int = 0,

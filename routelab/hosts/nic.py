@@ -17,6 +17,11 @@ Simplified: the wire between the host and the router is the router's port
 (full duplex, no propagation delay beyond ``delay_s``); the qdisc drops at
 the tail when full, silently (the sender learns nothing but a missing
 completion, as a UDP socket without ``IP_RECVERR``).
+
+Optional wire loss (``loss_pct``, seeded by ``rng``): each frame that left
+the host is lost on the way with that probability -- it took its wire time
+and its owner hears its TX completion, but the router never sees it (a bad
+cable, a switch dropping frames).  One uniform draw per frame sent.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ class HostNic:
     sent, dropped : int    frames put on the wire / refused by a full qdisc
     """
 
-    def __init__(self, speed_bps: float, txqueuelen: int = 100, delay_s: float = 0.0) -> None:
+    def __init__(self, speed_bps: float, txqueuelen: int = 100, delay_s: float = 0.0,
+                 loss_pct: float = 0.0, rng=None) -> None:
         if not (isinstance(speed_bps, (int, float)) and math.isfinite(speed_bps)
                 and speed_bps > 0):
             raise KnobError("speed_bps", speed_bps, "a positive number of bits per second")
@@ -53,9 +59,17 @@ class HostNic:
             raise KnobError("txqueuelen", txqueuelen, "an integer in [1, 1000000] frames")
         if not (isinstance(delay_s, (int, float)) and math.isfinite(delay_s) and delay_s >= 0):
             raise KnobError("delay_s", delay_s, "a number of seconds >= 0")
+        if not (isinstance(loss_pct, (int, float)) and 0.0 <= loss_pct <= 100.0):
+            raise KnobError("loss_pct", loss_pct, "a percentage in [0, 100]")
+        if loss_pct > 0 and rng is None:
+            raise KnobError("rng", rng, "a numpy Generator when loss_pct > 0 (seeded loss)")
         self.speed_bps = float(speed_bps)
         self.txqueuelen = int(txqueuelen)
         self.delay_s = float(delay_s)
+        self.loss = float(loss_pct) / 100.0
+        self.rng = rng
+        self._draws = None
+        self._di = 0
         self.run = None
 
     def start(self, run, owner=None, name: str = "host nic") -> None:
@@ -67,6 +81,7 @@ class HostNic:
         self.queue: deque = deque()        # (departure, tag) of frames not yet completed
         self.sent = 0
         self.dropped = 0
+        self.lost = 0
         self.bytes = 0
         self.timer = run.clock.timer(name + " tx completion", self._complete, raw=True)
 
@@ -86,11 +101,23 @@ class HostNic:
         self.link_free = dep
         self.sent += 1
         self.bytes += int(fields["length"])
-        self.run.inject(fields, dep + self.delay_s)
+        if self.loss > 0.0 and self._lost():
+            self.lost += 1
+        else:
+            self.run.inject(fields, dep + self.delay_s)
         self.queue.append((dep, tag))
         if not self.timer.pending():
             self.timer.mod(dep)
         return dep
+
+    def _lost(self) -> bool:
+        """One draw of the wire-loss coin (drawn in blocks: same sequence)."""
+        if self._draws is None or self._di >= len(self._draws):
+            self._draws = self.rng.random(4096).tolist()
+            self._di = 0
+        u = self._draws[self._di]
+        self._di += 1
+        return u < self.loss
 
     def _complete(self, now: float) -> float:
         q = self.queue
@@ -103,4 +130,7 @@ class HostNic:
         return 0.0
 
     def counters(self) -> dict:
-        return {"tx_packets": self.sent, "tx_dropped": self.dropped, "tx_bytes": self.bytes}
+        out = {"tx_packets": self.sent, "tx_dropped": self.dropped, "tx_bytes": self.bytes}
+        if self.loss > 0.0:
+            out["wire_lost"] = self.lost
+        return out
