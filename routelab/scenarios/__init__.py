@@ -16,6 +16,7 @@ SCENARIOS = {
     "ping": "routelab.scenarios.ping",
     "worm": "routelab.scenarios.worm",
     "rcu": "routelab.scenarios.rcu",
+    "container": "routelab.scenarios.container",
 }
 
 
