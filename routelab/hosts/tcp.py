@@ -150,6 +150,7 @@ class TcpSender(Host):
         self.c_pair = fn["dev_queue_xmit"] + fn["pair_xmit"]   # (noqueue: tx_queue_len 0)
         self.c_rcv = _costs.composed(fn, "tcp_rcv_ack")
         self.c_clean = fn["tcp_clean_rtx_skb"]
+        self.c_txc = fn["tx_complete"]
         # the container's own receive of an ACK the pair device netif_rx'd to it:
         # its backlog, IP, its route cache, local delivery; and the ACK's checksum in
         # software (ip_forward left CHECKSUM_NONE; <= 76 B: summed at once)
@@ -173,6 +174,7 @@ class TcpSender(Host):
         self.wq: dict = {}                 # segment -> original skb (write/retransmit queue)
         self.sent = 0                      # segments transmitted (with retransmissions)
         self.retrans = 0
+        self.qdisc_drops = 0
         self.timeouts = 0
         self.acks = 0
         self.copies = 0
@@ -284,10 +286,12 @@ class TcpSender(Host):
         if len(seqs) > 1:
             frames = [(IP_HDR + TCP_HDR + self.mss, s) for s in seqs]
             f["length"] = IP_HDR + TCP_HDR + self.mss * len(seqs)
-            self.run.ip_output(f, done, self, seqs[0], self.oif, frames=frames)
+            dep = self.run.ip_output(f, done, self, seqs[0], self.oif, frames=frames)
             f["length"] = IP_HDR + TCP_HDR + self.mss
         else:
-            self.run.ip_output(f, done, self, seqs[0], self.oif)
+            dep = self.run.ip_output(f, done, self, seqs[0], self.oif)
+        if dep != dep:                     # the qdisc refused it (a loss TCP recovers)
+            self.qdisc_drops += len(seqs)
         _skb.kfree_skb(clone)              # (its TX completion; the original stays)
 
     def _push(self, t: float) -> None:
@@ -298,7 +302,11 @@ class TcpSender(Host):
                 self._xmit_container(self.snd_nxt, t)
                 n = 1
             else:
-                n = min(limit - self.snd_nxt, self.tso_segs) if self._tso else 1
+                n = 1
+                if self._tso:
+                    n = min(limit - self.snd_nxt, self.tso_segs)
+                    if self._tso_should_defer(n):
+                        break
                 self._xmit_host(list(range(self.snd_nxt, self.snd_nxt + n)), t)
             if self.timed < 0 and self.snd_nxt >= self.high:
                 self.timed, self.timed_at = self.snd_nxt, t
@@ -307,6 +315,18 @@ class TcpSender(Host):
                 self.high = self.snd_nxt
         if self.snd_una < self.snd_nxt and not self.rto_timer.pending():
             self.rto_timer.mod(t + self.rto)
+
+    def _tso_should_defer(self, n: int) -> bool:
+        """tcp_tso_should_defer (tcp_output.c, 2.6.20): with data in flight and
+        recovery not running, wait for more ACKs rather than send a TSO skb of
+        ``n`` segments when neither a full 64 KB skb nor a third
+        (sysctl_tcp_tso_win_divisor = 3) of the window can go.  Simplified:
+        the "defer for less than two ticks" limit never ends a deferral (ACKs
+        come every few microseconds here)."""
+        if n >= self.tso_segs or self.snd_nxt == self.snd_una or self.recover >= 0:
+            return False
+        chunk = min(self.rwnd, int(self.cwnd)) // 3
+        return n < chunk
 
     # -- ACKs ---------------------------------------------------------------------------
     def deliver(self, j: int, t: float) -> None:
@@ -389,11 +409,15 @@ class TcpSender(Host):
         return 0.0
 
     def tx_complete(self, tag: int, t: float) -> None:
-        """sock_wfree of a transmitted clone (host path): nothing limits on it here."""
+        """The NIC freed a transmitted clone (host path): the driver's TX clean
+        and kfree_skb (sock_wfree; nothing waits on the memory here), charged
+        as the forward path's TX completion is (costs ``tx_complete``)."""
+        self.charge("tx_complete (driver TX clean, kfree_skb)", self.c_txc, t, self.cpu)
 
     def counters(self) -> dict:
         return {"segments_sent": self.sent, "retransmits": self.retrans,
                 "timeouts": self.timeouts, "acks_received": self.acks,
+                "qdisc_drops": self.qdisc_drops,
                 "snd_una": self.snd_una, "cwnd": round(self.cwnd, 3),
                 "srtt_us": round(self.srtt * 1e6, 2), "copies_skb_cow": self.copies,
                 "bytes_copied": self.bytes_copied}
@@ -412,6 +436,10 @@ class TcpReceiver(Host):
                            is processed when the interrupt fires,
                            ``coalesce_s`` after the first frame of a batch
                            (tg3 rx-usecs style; 0 = at once)
+    service_s : float      B's own CPU time per data segment (driver, stack,
+                           the copy to netperf's buffer), served FIFO: the
+                           ACK for a segment is decided when B has processed
+                           it, so a busy B slows the ACK clock
     forward_csum : str     the *sender's host's* KernelProfile.forward_csum:
                            whether a CHECKSUM_PARTIAL segment crossing its
                            forward path still gets its checksum filled in
@@ -430,11 +458,14 @@ class TcpReceiver(Host):
     kinds = ("tcp_data",)
 
     def __init__(self, nic, addr: int, peer: int, *, window: int = 65535, mss: int = 1448,
-                 coalesce_s: float = 0.0, forward_csum: str = "none",
+                 coalesce_s: float = 0.0, service_s: float = 0.0, forward_csum: str = "none",
                  forwarded: bool = False) -> None:
         super().__init__()
         if not (isinstance(coalesce_s, (int, float)) and 0 <= coalesce_s < 1):
             raise KnobError("coalesce_s", coalesce_s, "a number of seconds in [0, 1)")
+        if not (isinstance(service_s, (int, float)) and 0 <= service_s < 1):
+            raise KnobError("service_s", service_s, "a number of seconds in [0, 1)")
+        self.service_s = float(service_s)
         self.nic = nic
         self.addr, self.peer = int(addr), int(peer)
         self.window = int(window)
@@ -451,6 +482,9 @@ class TcpReceiver(Host):
         self.quick = min(max(self.window // (2 * self.mss), 2), TCP_MAX_QUICKACKS)
         self.ofo: set = set()
         self.batch_end = -math.inf
+        self.busy = 0.0
+        self.end = run.duration
+        self.rcv_end = 0                   # in order by the end of the run
         self.delack = run.clock.timer("host B delayed ACK", self._delack_fire, raw=True)
         self.segments = 0
         self.bad_csum = 0
@@ -480,6 +514,9 @@ class TcpReceiver(Host):
         if t > self.batch_end:
             self.batch_end = t + self.coalesce_s
         t = self.batch_end
+        # B's CPU: one segment after another
+        t = (self.busy if self.busy > t else t) + self.service_s
+        self.busy = t
         self.segments += 1
         if not self.checksum_ok(int(run.field(j, "ip_summed"))):
             self.bad_csum += 1             # tcp_v4_rcv: csum_error, TCP_MIB_INERRS
@@ -492,6 +529,8 @@ class TcpReceiver(Host):
             if self.first_t != self.first_t:
                 self.first_t = t
             self.last_t = t
+            if t <= self.end:
+                self.rcv_end = self.rcv_nxt
         elif seq > self.rcv_nxt:
             self.ofo.add(seq)
             self._send_ack(t)
@@ -524,6 +563,7 @@ class TcpReceiver(Host):
 
     def counters(self) -> dict:
         c = {"segments_received": self.segments, "in_order": self.rcv_nxt,
+             "in_order_by_end": self.rcv_end,
              "bad_checksums": self.bad_csum, "duplicates": self.dups,
              "acks_sent": self.acks_sent, "delayed_acks": self.delayed_acks}
         c.update({"nic_" + k: v for k, v in self.nic.counters().items()})
