@@ -34,9 +34,11 @@ from ..ipv4.ip_output import dev_queue_xmit_csum
 from ..kernels import kernel_profile
 from ..result import Result
 from ..router import Device, Router
-from ..sysctl import Knob, validate_all
+from ..sysctl import Knob
+from .common import run_scenario
 
-__all__ = ["NAME", "TITLE", "KNOBS", "build", "run", "PAIR_FEATURES", "ttl_loop"]
+__all__ = ["NAME", "TITLE", "KNOBS", "build", "run", "check", "annotate", "endpoints",
+           "PAIR_FEATURES", "ttl_loop"]
 
 NAME = "container"
 TITLE = "netperf TCP from a container: skb_cow and checksums on the forward path"
@@ -95,9 +97,9 @@ def pair_features(spec: str) -> int:
     return features_mask(names)
 
 
-def resolve(given: dict) -> dict:
-    """Validate the knobs and their combinations."""
-    v = validate_all(KNOBS, given, what="knob of this scenario")
+def check(v: dict) -> int:
+    """The knobs' combinations (KnobError naming the knob); returns the pair
+    device's feature mask."""
     feats = pair_features(v["pair_features"])
     if v["path"] == "host":
         if v["cow"] != "normal":
@@ -108,8 +110,7 @@ def resolve(given: dict) -> dict:
     if feats & NETIF_F["TSO"]:
         raise KnobError("pair_features", v["pair_features"],
                         "without TSO: GSO skbs through the forward path are not modelled")
-    v["_pair_mask"] = feats
-    return v
+    return feats
 
 
 def _nic_features(values: dict) -> str:
@@ -120,8 +121,9 @@ def _nic_features(values: dict) -> str:
 
 
 def build(values: dict, seed: int):
-    """Router (host A), its hosts and the empty offered trace for resolved knobs."""
-    mask = values["_pair_mask"]
+    """Router (host A) with its hosts (``hosts[0]`` B's receiver; the sender at
+    ``hosts[1]`` or ``local_hosts[6]``) and the empty offered trace."""
+    mask = check(values)
     pair_names = [n for n, b in NETIF_F.items() if mask & b]
     if values["cow"] == "skip":
         pair_names.append("VENET")
@@ -157,7 +159,7 @@ def build(values: dict, seed: int):
                     sysctl={"netdev_max_backlog": 1000, "txqueuelen": 1000},
                     arp_static=[(0, B_ADDR), (1, CT_ADDR)])
     trace = PacketTrace.build(np.zeros(0), saddr=0, daddr=0)
-    return router, trace, sender, receiver
+    return router, trace
 
 
 def _profile(res: Result, values: dict, sender: TcpSender) -> dict:
@@ -218,26 +220,33 @@ def res_outcome(name: str) -> int:
     return OUTCOMES[name]
 
 
-def run(seed: int = 1, **knobs) -> Result:
-    """Run the scenario; see ``KNOBS`` for the parameters."""
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise KnobError("seed", seed, "a non-negative integer")
-    return run_values(resolve(knobs), int(seed))
+def endpoints(router: Router) -> tuple[TcpSender, TcpReceiver]:
+    """The sender and B's receiver of a router made by :func:`build`."""
+    sender = router.hosts.get(1) or router.local_hosts[6]
+    return sender, router.hosts[0]
 
 
-def run_values(values: dict, seed: int) -> Result:
-    """Run resolved knob values (:func:`resolve`); the calibration script uses
-    it to try CPU descriptions that are not profiles yet."""
-    router, trace, sender, recv = build(values, int(seed))
-    res = router.run(trace, values["duration"], bin_s=min(0.01, values["duration"]))
-    res.extra["scenario"] = NAME
-    res.extra["knobs"] = {k: v for k, v in values.items() if not k.startswith("_")}
-    res.extra["seed"] = int(seed)
+def annotate(res: Result, router: Router) -> dict:
+    """The scenario's figures (the summary keys), and what a notebook draws:
+    ``counters["cpu_by_function"]``, ``extra["skb_states"]``, ``extra["tcp"]``."""
+    values = res.extra["knobs"]
+    sender, recv = endpoints(router)
     res.counters["cpu_by_function"] = _profile(res, values, sender)
     res.extra["skb_states"] = list(sender.clone_states)
     res.extra["tcp"] = {"sender": sender.counters(), "receiver": recv.counters()}
-    res.extra["scenario_summary"] = _summary(res, values, sender, recv)
-    return res
+    return _summary(res, values, sender, recv)
+
+
+def run(seed: int = 1, **knobs) -> Result:
+    """Run the scenario; see ``KNOBS`` for the parameters."""
+    holder = {}
+
+    def build_kept(values, sd):
+        holder["router"], trace = build(values, sd)
+        return holder["router"], trace
+
+    return run_scenario(NAME, KNOBS, build_kept, knobs, seed, ACK_LEN,
+                        summary=lambda res: annotate(res, holder["router"]))
 
 
 def ttl_loop(hops_max: int = 1000, ttl: int = 64, cow: str = "normal") -> dict:
