@@ -411,8 +411,7 @@ def dev_xmit_forwarded(od: NetDevice, lg: Ledger, sch: Schedule, pk: Packets, j:
             sch.deliver_at(dep, od.host, j)
     else:
         lg.drop(j, _O_QDISC)
-        if e is not None:
-            dst_release(e)                  # kfree_skb
+        dst_release(e)                      # kfree_skb (a None dst: nothing held)
     return dep
 
 
