@@ -93,6 +93,16 @@ def test_eric_objection_loop_never_ends_with_the_hack():
     assert hack["ended"] == "never" and hack["ttl"] == 64 and hack["copies"] == 0
 
 
+def test_eric_objection_non_ethernet_input_needs_the_header_room():
+    # a PPP-like input device left 2 bytes of headroom: skb_cow makes room (a copy)
+    ok = C.output_headroom(2, "normal")
+    assert ok["ok"] and ok["copied"] == 2 + 1500
+    bad = C.output_headroom(2, "skip")
+    assert not bad["ok"] and "skb_under_panic" in bad["error"]
+    # an Ethernet (or veth/etun) input leaves >= 16 bytes: the skip is harmless there
+    assert C.output_headroom(16, "skip")["ok"]
+
+
 def test_ttl_decrements_counted():
     n = run().summary()
     s = run(cow="skip").summary()

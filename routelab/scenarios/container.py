@@ -38,7 +38,7 @@ from ..sysctl import Knob
 from .common import run_scenario
 
 __all__ = ["NAME", "TITLE", "KNOBS", "build", "run", "check", "annotate", "endpoints",
-           "PAIR_FEATURES", "ttl_loop"]
+           "PAIR_FEATURES", "ttl_loop", "output_headroom"]
 
 NAME = "container"
 TITLE = "netperf TCP from a container: skb_cow and checksums on the forward path"
@@ -168,12 +168,15 @@ def _profile(res: Result, values: dict, sender: TcpSender) -> dict:
     ``ip_forward_plan`` priced them) and the rest."""
     prof = dict(res.profile)
     key = "ip_forward+skb_cow+ip_decrease_ttl"
-    if sender.copies and key in prof:
-        c = res.config.costs
-        cow = sender.copies * (c.fn["skb_cow"] + (IP_HDR + TCP_HDR + MSS) * c.copy_s_per_byte)
-        cow = min(cow, prof[key])
-        prof["skb_cow (pskb_expand_head)"] = cow
-        prof[key.replace("+skb_cow", "")] = prof.pop(key) - cow
+    if key in prof:
+        cow = 0.0
+        if sender.copies:
+            c = res.config.costs
+            cow = sender.copies * (c.fn["skb_cow"]
+                                   + (IP_HDR + TCP_HDR + MSS) * c.copy_s_per_byte)
+            cow = min(cow, prof[key])
+            prof["skb_cow (pskb_expand_head)"] = cow
+        prof["ip_forward+ip_decrease_ttl"] = prof.pop(key) - cow
     return dict(sorted(prof.items(), key=lambda kv: -kv[1]))
 
 
@@ -289,3 +292,33 @@ def ttl_loop(hops_max: int = 1000, ttl: int = 64, cow: str = "normal") -> dict:
             check, cur = int(check[0]), int(newttl[0])
         hops += 1
     return {"hops": hops, "ended": "never", "ttl": cur, "copies": copies}
+
+
+def output_headroom(headroom: int, cow: str = "normal", ll_reserved: int = 16) -> dict:
+    """The other half of Eric's objection, on an skb: a packet that came in on a
+    device whose receive path left it ``headroom`` bytes in front of the IP
+    header (a non-Ethernet device: PPP, a tunnel, a device with a short
+    ``hard_header_len``) must get LL_RESERVED_SPACE of the *output* device
+    (16 for Ethernet) before the output path pushes the link-layer header.
+    ``skb_cow`` in ip_forward guarantees it (and copies when it must); the
+    OpenVZ hack skips it, and the Ethernet header push then runs past the
+    buffer's head (the kernel's skb_under_panic).  Only when the input device
+    is Ethernet too (a veth/etun end: 16 bytes or more) is the skip harmless
+    for the header.
+
+    Returns ``ok``, ``copied`` (bytes skb_cow copied) and ``error`` (the
+    panic's text, or "").
+    """
+    from ..core import skb as _skb
+
+    if cow not in ("normal", "skip"):
+        raise KnobError("cow", cow, "'normal' or 'skip'")
+    s = _skb.alloc_skb(headroom + 1500)
+    _skb.skb_reserve(s, headroom)
+    _skb.skb_put(s, 1500)
+    copied = _skb.skb_cow(s, ll_reserved) if cow == "normal" else 0
+    try:
+        _skb.skb_push(s, 14)               # neigh_hh_output / eth_header
+    except _skb.SkbError as e:
+        return {"ok": False, "copied": copied, "error": str(e)}
+    return {"ok": True, "copied": copied, "error": ""}
