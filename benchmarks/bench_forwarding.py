@@ -159,10 +159,11 @@ class _Stopwatch:
     def __init__(self) -> None:
         import routelab.result as res_mod
         import routelab.router as router_mod
+        import routelab.windows as windows_mod
 
         self.acc: dict[str, float] = {}
         for fn, label in (("prepare", "array stages"), ("classify", "array stages")):
-            setattr(router_mod, fn, self._wrap(getattr(router_mod, fn), label))
+            setattr(windows_mod, fn, self._wrap(getattr(windows_mod, fn), label))
         # the window's set-up beyond the array stages: the packet columns
         run_cls = router_mod.Run
         run_cls._open_window = self._wrap(run_cls._open_window, "window set-up")
