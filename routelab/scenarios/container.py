@@ -37,7 +37,7 @@ from ..router import Device, Router
 from ..sysctl import Knob
 from .common import run_scenario
 
-__all__ = ["NAME", "TITLE", "KNOBS", "build", "run", "check", "annotate", "endpoints",
+__all__ = ["NAME", "TITLE", "KNOBS", "VARIANTS", "build", "run", "check", "annotate", "endpoints",
            "PAIR_FEATURES", "ttl_loop", "output_headroom"]
 
 NAME = "container"
@@ -78,6 +78,22 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
          "Host B's CPU time per received segment (set-up; fitted)."),
     Knob("duration", 0.5, float, 0.05, 60.0, "s", "Simulated seconds."),
 ]}
+
+#: named variants of story 4 (the reported cases, the hack, the checksum
+#: features with and without a forward path that keeps CHECKSUM_PARTIAL): knobs
+#: for :func:`run`, for a stacked profile per variant
+VARIANTS: dict[str, dict] = {
+    "host": dict(path="host"),
+    "container": dict(path="container"),
+    "cow=skip": dict(path="container", cow="skip"),
+    "skip+features (2.6.20)": dict(path="container", cow="skip",
+                                   pair_features="LLTX,HW_CSUM,SG,HIGHDMA"),
+    "skip+features (keeps PARTIAL)": dict(path="container", cow="skip",
+                                          pair_features="LLTX,HW_CSUM,SG,HIGHDMA",
+                                          kernel="2.6.20-fwdcsum"),
+    "features (keeps PARTIAL)": dict(path="container", pair_features="LLTX,HW_CSUM,SG,HIGHDMA",
+                                     kernel="2.6.20-fwdcsum"),
+}
 
 A_ETH, B_ADDR = "10.0.0.1", "10.0.0.2"
 A_VETH, CT_ADDR = "10.1.0.1", "10.1.0.2"
