@@ -96,6 +96,19 @@ PATH: dict[str, float] = {
     "arp_solicit": 500.0,        # ASSUMED: source choice (inet_addr_type or inet_select_addr, ~a FIB lookup) + arp_send's alloc_skb and header fill; the frame's transmit is the caller's
     "arp_rcv": 400.0,            # ASSUMED: arp_rcv + arp_process up to the table update: header checks, in_dev_get, kfree_skb (driver RX not included)
     "arp_bind_neighbour": 30.0,  # ASSUMED: the call, next-hop choice, dst->neighbour store; lookup/create extra
+    # --- a TCP socket on the machine (story 4: netperf's sender, in the host or a
+    # container; net/ipv4/tcp.c, tcp_output.c, tcp_input.c, tcp_ipv4.c, 2.6.20).
+    # No profile of these was found: all ASSUMED, sized against the forward path's
+    # own assumed rows above (a socket-layer function is a few hundred cycles)
+    "sys_sendmsg": 1200.0,       # ASSUMED: system call entry/exit, sockfd_lookup, sock_sendmsg, lock_sock/release_sock, per send() call
+    "tcp_sendmsg_skb": 350.0,    # ASSUMED: per skb: sk_stream_alloc_pskb (alloc_skb_fclone), skb_entail (skb_header_release), the per-skb part of tcp_sendmsg's loop; the bytes are per byte
+    "skb_clone": 150.0,          # ASSUMED: kmem_cache_alloc of the fclone slot + copying ~40 fields of the head
+    "tcp_transmit_skb": 400.0,   # ASSUMED: TCP header + timestamp option, tcp_v4_send_check (pseudo-header only with CHECKSUM_PARTIAL), tcp_event_data_sent
+    "ip_queue_xmit": 250.0,      # ASSUMED: the socket's cached route, IP header, ip_send_check, ip_select_ident
+    "pair_xmit": 250.0,          # ASSUMED: etun/veth hard_start_xmit: skb_orphan, dst drop, eth_type_trans, stats, then netif_rx (charged apart)
+    "tcp_v4_rcv": 450.0,         # ASSUMED: socket lookup (established hash), tcp_rcv_established header prediction
+    "tcp_ack": 350.0,            # ASSUMED: tcp_ack: snd_una, RTT sample, window update, cwnd step, tcp_data_snd_check
+    "tcp_clean_rtx_skb": 150.0,  # ASSUMED: per acked skb: unlink from the write queue, sk_stream_free_skb (kfree_skb of the original)
 }
 
 # Cold cache lines touched per call (each costs CpuProfile.mem_latency_ns).
@@ -149,6 +162,14 @@ COMPOSITION: dict[str, tuple[str, ...]] = {
     # a packet for the router itself: delivered, answered (echo), sent, completed
     "local": ("ip_local_deliver", "icmp_rcv", "icmp_send", "ip_output", "dev_queue_xmit",
               "hard_start_xmit", "tx_complete"),
+    # a TCP socket sending one segment (after tcp_sendmsg built the skb): the
+    # clone, the headers, IP output (the device's part is the caller's)
+    "tcp_xmit": ("skb_clone", "tcp_transmit_skb", "ip_queue_xmit"),
+    # a TCP socket receiving a pure ACK from ip_local_deliver on
+    "tcp_rcv_ack": ("tcp_v4_rcv", "tcp_ack"),
+    # a packet for a local socket (story 4's netperf on the host: B's ACKs):
+    # handed to the protocol; the socket's receive work is its host's charge
+    "local_sock": ("ip_local_deliver",),
     # dev_queue_xmit finishing a CHECKSUM_PARTIAL packet's checksum in software
     # because the output device has no checksum feature for it: the fixed part;
     # csum_partial over the bytes from the transport header to the end is extra,

@@ -103,6 +103,28 @@ CPUS: dict[str, CpuProfile] = {p.name: p for p in [
         "xeon-2800", 2.8e9, 2, 0.65, 120.0, 1.2e9, 3.0e9,
         "2.8 GHz Xeon (i386), the 2007 container benchmarks (Lezcano, Mar 2007). "
         "Numbers are assumptions."),
+    # Story 4's box (stories.md s4: i386, 2.6.20-rc5-netns; kernel.md s6: Lezcano's
+    # netperf box is a 2.8 GHz Xeon with tg3, "2007 Xeon"): a NetBurst Xeon.  The CPU
+    # count netperf's load spans is a set-up knob of the scenario (``cpus``).
+    # ipc, copy_bw, csum_bw and mem_latency_ns are ASSUMED (no measurement of this
+    # box), each inside a documented range; the calibration of story 4 swept them
+    # and left them at these prior values, with which both reported cases already
+    # fall in their bands (docs/calibration-story4.md):
+    #   ipc in [0.26, 1.0]: 0.26 is story 2's fit for a 2.4 GHz NetBurst Xeon on
+    #     cache-missing route-cache code (with it story 4's loads come out about
+    #     twice the report: the two stories disagree, see the calibration note),
+    #     1.0 the Opteron reference core; 0.65 the earlier xeon-2800 assumption;
+    #   copy_bw in [0.8, 3.2] GB/s: memcpy of ~1.5 KB buffers; 3.2 GB/s is half the
+    #     6.4 GB/s peak of an 800 MHz x 8 B front-side bus (read + write), the low
+    #     end a 400 MHz bus with cold lines;
+    #   csum_bw in [1.75, 4.1] GB/s: Vlasenko's Celeron-1200 704 cycles/KB (kernel.md
+    #     s9) is 1.75 GB/s at 1.2 GHz and 4.1 GB/s scaled by clock to 2.8 GHz;
+    #   mem_latency_ns in [100, 250] (DDR behind a 533/800 MHz bus; 250 is story 2's fit).
+    CpuProfile(
+        "xeon-2007", 2.8e9, 2, 0.65, 150.0, 1.2e9, 3.0e9,
+        "2.8 GHz NetBurst Xeon (i386) of the 2007 container benchmarks (story 4). "
+        "All four numbers assumed within documented ranges, not fitted "
+        "(docs/calibration-story4.md)."),
     CpuProfile(
         "opteron-2400x2", 2.4e9, 2, 1.0, 80.0, 2.5e9, 5.0e9,
         "Dual Opteron 250 (Olsson, Feb 2005: 2.1 Mpps with cache hits, ~2300 "
@@ -135,6 +157,11 @@ NETIF_F: dict[str, int] = {
     "GSO_ROBUST": 4 << 16,  # SKB_GSO_DODGY << 16
     "TSO_ECN": 8 << 16,    # SKB_GSO_TCP_ECN << 16
     "TSO6": 16 << 16,      # SKB_GSO_TCPV6 << 16
+    # OpenVZ only (bronson/linux-2.6.18.8-ovz-xen @ 9435a3ea include/linux/netdevice.h,
+    # 2.6.18-ovz): NETIF_F_VENET = 1 << (NETIF_F_GSO_SHIFT - 1) marks OpenVZ's virtual
+    # devices; its ip_forward skips skb_cow and ip_decrease_ttl for packets that came
+    # in on one (story 4's "skip skb_cow" hack, routelab.ipv4.ip_forward)
+    "VENET": 1 << 15,
 }
 #: NETIF_F_GEN_CSUM (NO_CSUM | HW_CSUM) and NETIF_F_ALL_CSUM (GEN_CSUM | IP_CSUM)
 NETIF_F_GEN_CSUM = NETIF_F["NO_CSUM"] | NETIF_F["HW_CSUM"]

@@ -42,6 +42,10 @@ profile            what it is
                    the completion of every softirq handler is a quiescent
                    state for route-cache frees.
 ``2.6.1``          Same route-cache behaviour as 2.6.0 (story 1's 2.6 box).
+``2.6.20``         Story 4's kernel: HZ 250, ip_forward resets ip_summed to
+                   CHECKSUM_NONE; route cache as 2.6.0. [V2620]
+``2.6.20-fwdcsum`` 2.6.20 with the forward path keeping CHECKSUM_PARTIAL
+                   (later skb_forward_csum; version UNVERIFIED).
 =================  ==========================================================
 
 Every profile with a route cache also has the neighbour table and ARP
@@ -170,6 +174,20 @@ KERNELS: dict[str, KernelProfile] = {p.name: p for p in [
                   "2.6.0 + call_rcu_bh patch, LKML <20040331214342.GD4543@in.ibm.com>"),
     KernelProfile("2.6.1", True, "normal", "jhash", "2.6", "age", "vanilla", 1000, True,
                   0.5, 600.0, True, "[261] taken as 2.6.0 for the route cache"),
+    # Story 4 (sagsango/linux-2.6.20 @ 7925ece7): kernel/Kconfig.hz defaults to
+    # HZ_250; ip_forward sets CHECKSUM_NONE (net/ipv4/ip_forward.c).  The route
+    # cache is taken as 2.6.0's (story 4 hits one entry per direction; its GC and
+    # RCU are not exercised; 2.6.20's RCU differs and is not modelled).
+    # netdev_max_backlog is 1000 in 2.6.20 (net/core/dev.c): the story's
+    # scenario passes it as a sysctl, the sysctl table's default being 2.4/2.6.0's.
+    KernelProfile("2.6.20", True, "normal", "jhash", "2.6", "age", "vanilla", 250, True,
+                  0.5, 600.0, True, "[V2620] ip_forward.c, Kconfig.hz (story 4)"),
+    # The same with the later fix of the checksum trap: the forward path keeps
+    # CHECKSUM_PARTIAL (skb_forward_csum; first version UNVERIFIED, after 2.6.20).
+    KernelProfile("2.6.20-fwdcsum", True, "normal", "jhash", "2.6", "age", "vanilla", 250,
+                  True, 0.5, 600.0, True,
+                  "2.6.20 + a forward path that keeps CHECKSUM_PARTIAL (later kernels)",
+                  forward_csum="partial"),
 ]}
 
 

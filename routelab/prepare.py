@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import costs as _costs
-from .core.skbuff import COLUMNS, KIND, PacketTrace
+from .core.skbuff import COLUMNS, KIND, SOCKET_KINDS, PacketTrace
+from .hardware import NETIF_F
 from .ipv4 import ip_forward as _ipf
 from .ipv4 import ip_input as _ipin
 from .ipv4 import ip_output as _ipout
@@ -35,9 +36,19 @@ __all__ = ["prepare", "classify", "column_data", "C_FWD", "C_HDR", "C_MARTIAN", 
 
 # packet classes after the array stages (C_ARP: an ARP frame, for arp_rcv)
 C_FWD, C_HDR, C_MARTIAN, C_TTL, C_FRAGNEED, C_LOCAL, C_NOROUTE, C_REDIR, C_ARP = range(9)
+_VENET = NETIF_F["VENET"]
+_SOCKET_KINDS = np.array(SOCKET_KINDS, dtype=np.int64)
 LL_RESERVED = 16  # LL_RESERVED_SPACE for Ethernet: hard_header_len 14 rounded to 16
 # the run's per-packet input columns (the outputs start from these)
 _PACKET_INPUTS = tuple(c for c in COLUMNS if c.typed is not None and c.src[0] != "run")
+
+
+def local_socket(kind) -> np.ndarray:
+    """Packets of a socket's traffic (``SOCKET_KINDS``): delivered locally, they
+    cost ``ip_local_deliver`` only (COMPOSITION ``local_sock``), the protocol's
+    work being charged by the socket's host; other local packets are the
+    router's own ICMP (COMPOSITION ``local``)."""
+    return np.isin(np.asarray(kind), _SOCKET_KINDS)
 
 
 def prepare(r, cache, tr: PacketTrace) -> dict:
@@ -70,13 +81,16 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     p["rtype"], p["oif"], p["gw"], p["nrules"] = rtype, oif, gw, nrules
     p["martian"] = _ipin.martian_class(tr.saddr, tr.daddr)
     # forward-path decisions and their cost
-    fw = _ipf.ip_forward_plan(tr, oif, mtu, c, r.costs.copy_s_per_byte, LL_RESERVED)
+    feats = np.array([d.profile.features_mask for d in devs], dtype=np.int64)
+    # (OpenVZ's NETIF_F_VENET on an input device: its skip-skb_cow hack)
+    venet = (feats & _VENET) != 0
+    fw = _ipf.ip_forward_plan(tr, oif, mtu, c, r.costs.copy_s_per_byte, LL_RESERVED,
+                              venet[iif] if venet.any() else None)
     p.update(fw)
     oif_c = np.maximum(oif, 0).astype(np.intp)   # (a plain gather index)
     # (a TX-done interrupt per frame unless the driver polls; a pair device has none)
     # the checksum state ip_forward leaves, and what the output device does with it
     summed = _ipf.ip_forward_csum(tr.ip_summed, r.kernel.forward_csum)
-    feats = np.array([d.profile.features_mask for d in devs], dtype=np.int64)
     out = _ipout.ip_output_plan(tr.length, oif, mtu, tr.df, c, r.costs.copy_s_per_byte,
                                 (napi | pair)[oif_c], summed, feats, r.costs.csum_s_per_byte)
     p.update(out)
@@ -87,6 +101,11 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     reply_len = np.where(rtype == RTN["local"], tr.length, icmp_error_len(tr.length))
     p["icmp_wire_s"] = _costs.wire_bytes(reply_len) * ser[iif]
     p["local_cost"] = _costs.composed(c, "local")
+    # a local packet for a socket (kinds of a socket's traffic, story 4's TCP):
+    # ip_local_deliver only; the socket's own receive work is its host's charge
+    sock = local_socket(tr.kind)
+    if sock.any():
+        p["local_cost"] = np.where(sock, _costs.composed(c, "local_sock"), p["local_cost"])
     fifo = np.array([d.profile.rx_fifo_bytes for d in devs])[iif]
     p["fifo_slots"] = fifo // _costs.wire_bytes(tr.length)
     if cache is not None:
@@ -131,7 +150,9 @@ def classify(r, p: dict) -> None:
         v = np.full(odd.size, c["kfree_skb"])
         err = (oc == C_TTL) | (oc == C_FRAGNEED)
         v[err] = p["fwd_cost"][odd[err]] + icmp
-        v[oc == C_LOCAL] = p["local_cost"]
+        loc = oc == C_LOCAL
+        lc = p["local_cost"]
+        v[loc] = lc[odd[loc]] if np.ndim(lc) else lc
         v[(oc == C_NOROUTE) & (rt[odd] == RTN["unreachable"])] = c["kfree_skb"] + icmp
         path[odd] = v
     # leaving by the interface it came in on: ip_forward may send a redirect

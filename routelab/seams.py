@@ -124,7 +124,7 @@ class RunSeams:
 
     # -- local output: a socket on the router's own machine ------------------------
     def ip_output(self, fields: dict, t: float, owner=None, tag: int = 0,
-                  oif: int | None = None) -> float:
+                  oif: int | None = None, frames=None) -> float:
         """A frame the machine's own stack sends at ``t`` (one IP packet or one
         fragment: ``fields`` as for :meth:`inject`, ``length`` its IP length);
         return when its last bit leaves, or NaN if the qdisc was full (the
@@ -140,6 +140,15 @@ class RunSeams:
         ``owner`` (a socket), ``owner.tx_complete(tag, t)`` runs when the
         frame has left the wire (``sock_wfree``).  A host beyond the device
         that asked for the frame's kind gets it at its departure time.
+
+        ``frames``: a TSO skb (the device segments it, story 4's host
+        netperf on a TSO NIC): a list of ``(ip_length, tag)`` of the frames
+        the NIC cuts it into.  The stack is charged once; each frame takes
+        its own wire time and is delivered to the host beyond on its own (with
+        its length and tag); the owner hears ``tx_complete(tag)`` once, when
+        the last frame has left (the skb is freed then).  Kernel:
+        drivers/net/tg3.c tg3_start_xmit, e1000_tso (2.6.20): one skb, one
+        set of descriptors, the segmentation in hardware.
 
         Simplified: no output route cache or neighbour resolution for local
         frames (the next hop is taken as resolved), and the frame does not
@@ -162,6 +171,8 @@ class RunSeams:
         self.ledger.charge(self._slot_local_out, w)
         self._mib["OutRequests"] += 1
         speed = self.r.devices[oif].speed
+        if frames:
+            return self._ip_output_tso(f, t + w, owner, tag, nd, speed, frames)
         wire = float(_costs.wire_bytes(int(f["length"]))) * 8.0 / speed if speed > 0 else 0.0
         dep = nd.dev_queue_xmit(t + w, wire, None, owner, tag)
         if dep != dep:
@@ -169,6 +180,22 @@ class RunSeams:
         nd.tx_packets += 1
         if nd.host_mask and (nd.host_mask >> int(f["kind"])) & 1:
             self.sch.deliver_at(dep, nd.host, self.keep_header(dict(f, t=float(t))))
+        return dep
+
+    def _ip_output_tso(self, f: dict, t: float, owner, tag: int, nd, speed: float,
+                       frames) -> float:
+        """The frames of one TSO skb into the qdisc at ``t`` (see :meth:`ip_output`)."""
+        dep = t
+        last = len(frames) - 1
+        for i, (length, ftag) in enumerate(frames):
+            wire = float(_costs.wire_bytes(int(length))) * 8.0 / speed if speed > 0 else 0.0
+            dep = nd.dev_queue_xmit(t, wire, None, owner if i == last else None, tag)
+            if dep != dep:
+                return dep
+            nd.tx_packets += 1
+            if nd.host_mask and (nd.host_mask >> int(f["kind"])) & 1:
+                h = dict(f, t=float(t), length=int(length), tag=int(ftag))
+                self.sch.deliver_at(dep, nd.host, self.keep_header(h))
         return dep
 
     def charge(self, fn: str, seconds: float, t: float, cpu: int = 0) -> None:

@@ -38,7 +38,7 @@ packet's fragments leave back to back as one unit.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cython
 
@@ -72,6 +72,9 @@ class Device:
     speed_bps : float or None  overrides the NIC's wire speed
     rx_ring : int or None      overrides the NIC's RX descriptors
     napi_weight : int or None  overrides the NIC's NAPI poll weight
+    features : str or None     overrides the NIC's ``NETIF_F_*`` features
+                               (``"SG,IP_CSUM"``, ``"none"``: what ethtool -K or
+                               a driver variant would set; story 4's pair device)
     """
 
     name: str
@@ -82,10 +85,13 @@ class Device:
     speed_bps: float | None = None
     rx_ring: int | None = None
     napi_weight: int | None = None
+    features: str | None = None
     profile: NicProfile = field(init=False)
 
     def __post_init__(self) -> None:
         self.profile = nic_profile(self.nic)
+        if self.features is not None:
+            self.profile = replace(self.profile, features=self.features)
         if not (68 <= self.mtu <= 65535):
             raise KnobError("mtu", self.mtu, "an integer in [68, 65535] bytes")
 

@@ -82,7 +82,7 @@ def ip_forward_csum(ip_summed, forward_csum: str = "none") -> np.ndarray:
 
 
 def ip_forward_plan(tr: PacketTrace, oif, mtu, cost: dict, copy_s_per_byte: float,
-                    ll_reserved: int) -> dict:
+                    ll_reserved: int, venet=None) -> dict:
     """Verdicts and costs of ip_forward for every packet.
 
     Parameters
@@ -93,12 +93,20 @@ def ip_forward_plan(tr: PacketTrace, oif, mtu, cost: dict, copy_s_per_byte: floa
     cost : dict          seconds per kernel function
     copy_s_per_byte : float
     ll_reserved : int    headroom skb_cow must guarantee (LL_RESERVED_SPACE)
+    venet : bool array, optional
+        The packet came in on a device with OpenVZ's ``NETIF_F_VENET``: the
+        OpenVZ hack skips ``skb_cow`` *and* ``ip_decrease_ttl`` for it
+        (bronson/linux-2.6.18.8-ovz-xen @ 9435a3ea net/ipv4/ip_forward.c,
+        2.6.18-ovz: after the TTL test and the source-route check, a jump
+        past both; its comment argues that the packet's TTL is still
+        decremented once elsewhere on a loop through a real device).  The
+        TTL test itself still runs.  ``None``: no such device (vanilla).
 
     Returns
     -------
     dict with ``fwd_verdict`` (FWD_*), ``cow`` (bool: skb_cow copied),
-    ``fwd_cost`` (seconds: ip_forward + skb_cow + ip_decrease_ttl +
-    ip_forward_finish).
+    ``ttl_dec`` (bool: ip_decrease_ttl ran), ``fwd_cost`` (seconds:
+    ip_forward + skb_cow + ip_decrease_ttl + ip_forward_finish).
     """
     verdict = np.zeros(len(tr), dtype=np.int8)
     oif_c = np.maximum(np.asarray(oif), 0).astype(np.intp)   # (a plain gather index)
@@ -108,7 +116,17 @@ def ip_forward_plan(tr: PacketTrace, oif, mtu, cost: dict, copy_s_per_byte: floa
     cow = skb_cow_needed(tr.cloned, tr.headroom, ll_reserved) & (verdict != FWD_TTL)
     # pskb_expand_head copies the linear data (the whole packet here)
     cow_cost = np.where(cow, cost["skb_cow"] + tr.length * copy_s_per_byte, 0.0)
+    if venet is None:
+        fwd = np.where(verdict == FWD_TTL, cost["ip_forward"],
+                       cost["ip_forward"] + cow_cost + cost["ip_decrease_ttl"]
+                       + cost["ip_forward_finish"])
+        return {"fwd_verdict": verdict, "cow": cow, "fwd_cost": fwd,
+                "ttl_dec": verdict != FWD_TTL}
+    skip = np.asarray(venet, dtype=bool) & (verdict != FWD_TTL)
+    cow &= ~skip
+    cow_cost = np.where(cow, cow_cost, 0.0)
+    dec = np.where(skip, 0.0, cost["ip_decrease_ttl"])
     fwd = np.where(verdict == FWD_TTL, cost["ip_forward"],
-                   cost["ip_forward"] + cow_cost + cost["ip_decrease_ttl"]
-                   + cost["ip_forward_finish"])
-    return {"fwd_verdict": verdict, "cow": cow, "fwd_cost": fwd}
+                   cost["ip_forward"] + cow_cost + dec + cost["ip_forward_finish"])
+    return {"fwd_verdict": verdict, "cow": cow, "fwd_cost": fwd,
+            "ttl_dec": (verdict != FWD_TTL) & ~skip}

@@ -57,7 +57,7 @@ class Accumulator:
             cols[name] = a
         m = n if p_born is not None else n0     # (without p_born: the offered packets only)
         arrays = {"outcome": o[:m], "dev": dev[:m], "cls": pk.array("cls", m),
-                  "rtype": pk.array("rtype", m)}
+                  "rtype": pk.array("rtype", m), "kind": pk.array("kind", m)}
         for name, secs in packet_profile(config, has_cache, cols, arrays).items():
             self.prof[name] = self.prof.get(name, 0.0) + secs
 

@@ -23,7 +23,18 @@ import numpy as np
 from ..core.dropreason import OUTCOMES
 from ..costs import composed
 from ..ipv4.fib import RTN
-from ..prepare import C_ARP, C_FRAGNEED, C_FWD, C_HDR, C_LOCAL, C_MARTIAN, C_NOROUTE, C_REDIR, C_TTL
+from ..prepare import (
+    C_ARP,
+    C_FRAGNEED,
+    C_FWD,
+    C_HDR,
+    C_LOCAL,
+    C_MARTIAN,
+    C_NOROUTE,
+    C_REDIR,
+    C_TTL,
+    local_socket,
+)
 
 __all__ = ["packet_profile", "compose_profile", "LEDGER_ROWS", "PACKET_ROWS"]
 
@@ -51,6 +62,7 @@ PACKET_ROWS = {
     "output": "ip_output+dev_queue_xmit+driver TX",
     "icmp": "icmp_send+ip_output+dev_queue_xmit (ICMP errors, redirects)",
     "local": "ip_local_deliver+icmp_rcv+echo reply",
+    "local_sock": "ip_local_deliver (to a local socket)",
     "kfree": "kfree_skb (packets dropped after receive)",
 }
 
@@ -98,7 +110,15 @@ def packet_profile(config, has_cache: bool, p: dict, pk: dict) -> dict:
     prof["output"] = float(p["out_cost"][:n][fwd].sum())
     unreach = path & (cls == C_NOROUTE) & (pk["rtype"][:n] == RTN["unreachable"])
     prof["icmp"] = composed(c, "icmp_send") * (np.count_nonzero(err) + np.count_nonzero(unreach))
-    prof["local"] = composed(c, "local") * np.count_nonzero(path & (cls == C_LOCAL))
+    local = path & (cls == C_LOCAL)
+    nsock = 0
+    if np.any(local):
+        sock = local_socket(pk["kind"][:n]) & local
+        nsock = np.count_nonzero(sock)
+    if nsock:
+        prof["local_sock"] = composed(c, "local_sock") * nsock
+        local &= ~sock
+    prof["local"] = composed(c, "local") * np.count_nonzero(local)
     freed = proc & (refused | (cls == C_NOROUTE) | (cls == C_MARTIAN) | (cls == C_HDR))
     prof["kfree"] = c["kfree_skb"] * np.count_nonzero(freed)
     return {k: float(v) for k, v in prof.items()}

@@ -17,6 +17,7 @@ SCENARIOS = {
     "worm": "routelab.scenarios.worm",
     "rcu": "routelab.scenarios.rcu",
     "frag": "routelab.scenarios.frag",
+    "container": "routelab.scenarios.container",
 }
 
 
