@@ -76,6 +76,12 @@ def test_a_timer_driven_host_sends_whatever_the_offered_traffic(offered):
     assert res.counters["dev"]["tx_packets"] == [5, offered]
     assert res.counters["hosts"] == {"eth1": {"sent": 5}}
     assert res.conservation()
+    # the summary counts the offered trace and, apart, what was born in the run
+    s = res.summary()
+    assert s["offered_packets"] == offered and s["born_packets"] == 5
+    assert (s["born_forwarded_packets"] + s["born_local_packets"]
+            + s["born_dropped_packets"]) == 5
+    assert s["born_forwarded_packets"] == 5
 
 
 def test_timers_stop_at_the_end_of_the_run():

@@ -185,11 +185,23 @@ class Result:
             "forwarded_packets": oc["forwarded"],
             "local_packets": oc["local"],
             "dropped_packets": self.offered - oc["forwarded"] - oc["local"],
+        }
+        # packets born in the run (hosts' replies and sends, a socket's segments):
+        # the keys above count the offered trace only, so a run driven by hosts
+        # (story 3's NFS client, story 4's TCP) says what it carried here
+        ob = self.outcome_counts(False)
+        born = sum(ob.values()) - self.offered
+        s.update({
+            "born_packets": born,
+            "born_forwarded_packets": ob["forwarded"] - oc["forwarded"],
+            "born_local_packets": ob["local"] - oc["local"],
+            "born_dropped_packets": born - (ob["forwarded"] - oc["forwarded"])
+                                    - (ob["local"] - oc["local"]),
             "cpu_softirq_pct": round(100.0 * float(soft.mean()), 2),
             "cpu_softirq_pct_max_cpu": round(100.0 * float(soft.mean(axis=1).max()), 2),
             "cpu_irq_pct": round(100.0 * float(irq.mean()), 2),
             "cpu_busy_pct": round(100.0 * float((soft + irq).mean()), 2),
-        }
+        })
         sched = self.counters.get("sched")
         if sched is not None and "ksoftirqd_s" in sched and self.duration > 0:
             # the share of time ksoftirqd was the current task: what top shows on
