@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from routelab.scenarios import ping, rcu, worm
+from routelab.scenarios import container, frag, ping, rcu, worm
 
 CASES = [
     ("ping", ping.run, dict(duration=2.0, background_pps=20000)),
@@ -42,6 +42,14 @@ CASES = [
     ("rcu flow_len 4", rcu.run, dict(duration=1.0, flow_len=4)),
     ("rcu with other tasks", rcu.run, dict(duration=1.5, sleepers=2, other_hogs=1)),
     ("rcu 2.4.24", rcu.run, dict(duration=0.5, kernel="2.4.24")),
+    ("frag 2.4.19 loss", frag.run, dict(duration=2.0, loss_pct=1.0, receiver="linux-2.4.19")),
+    ("frag 6.x host sender", frag.run, dict(duration=1.0, loss_pct=2.0, receiver="linux-6.x",
+                                            sender="host")),
+    ("frag solaris", frag.run, dict(duration=2.0, loss_pct=0.5, receiver="solaris", rate=300)),
+    ("container", container.run, dict(duration=0.1)),
+    ("container host", container.run, dict(duration=0.1, path="host")),
+    ("container skip csum", container.run, dict(duration=0.1, cow="skip",
+                                                pair_features="LLTX,HW_CSUM,SG,HIGHDMA")),
 ]
 
 

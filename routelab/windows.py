@@ -75,8 +75,18 @@ class RunWindows:
         # their headers, under negative indices (see header())
         if self.sch.dlv:
             self.sch.rekey_deliveries(self.keep_header)
-        self.counters.count_window(pk, self.cache is not None)
+        self.counters.count_window(pk, self.cache is not None, self._fragments(tr, pk))
         acc.add(self.r.config(), self.cache is not None, p, pk, self._born_stages(pk))
+
+    def _fragments(self, tr: PacketTrace, pk: Packets) -> np.ndarray | None:
+        """Which of the window's packets (offered, then born) are IP fragments
+        (MF set or a non-zero offset); ``None`` if none is."""
+        isfrag = (tr.mf != 0) | (tr.frag_off != 0)
+        born = [bool(self._born[j]["mf"] or self._born[j]["frag_off"])
+                for j in range(pk.n0, pk.n)]
+        if not (isfrag.any() or any(born)):
+            return None
+        return np.concatenate([isfrag, np.array(born, dtype=bool)])
 
     def _born_stages(self, pk: Packets) -> dict | None:
         """The array stages of the packets born in this window (``None`` if

@@ -128,3 +128,20 @@ def test_host_nic_wire_loss():
     # the loss is per frame: at 10 % about a tenth is lost, the same with the same seed
     a = frag.run(seed=4, loss_pct=10.0, sender="host", **SMALL).counters["hosts"]["eth0"]
     assert 0.08 < a["wire_lost"] / a["tx_packets"] < 0.12
+
+
+def test_the_machines_ip_mib_counts_reassembly_and_delivers_datagrams():
+    # the receiver is the engine's machine: its Ip MIB (/proc/net/snmp) holds
+    # the reassembly counters, and InDelivers counts rebuilt datagrams, not
+    # fragments (ip_local_deliver -> ip_defrag -> ip_local_deliver_finish)
+    from routelab import procfs
+    from routelab.scenarios import frag
+    res = frag.run(loss_pct=1.0, duration=2.0, seed=3)
+    ip, host = res.counters["ip"], res.counters["hosts"]["local/17"]
+    for k in ("ReasmTimeout", "ReasmReqds", "ReasmOKs", "ReasmFails"):
+        assert ip[k] == host[k]
+    assert ip["InDelivers"] == ip["ReasmOKs"] < ip["ReasmReqds"] == ip["InReceives"]
+    lines = procfs.snmp(res).splitlines()
+    names, values = lines[0].split()[1:], lines[1].split()[1:]
+    assert names.index("ReasmReqds") < names.index("FragOKs")
+    assert int(values[names.index("ReasmOKs")]) == ip["ReasmOKs"]

@@ -91,6 +91,14 @@ class Host:
         device's name, or ``local/<protocol>``).  Empty: nothing reported."""
         return {}
 
+    def ip_mib(self) -> dict:
+        """For a local host that reassembles (the machine's ``ip_defrag``):
+        its ``ReasmTimeout``/``ReasmReqds``/``ReasmOKs``/``ReasmFails``,
+        added into the machine's Ip MIB (``Result.counters["ip"]``,
+        ``/proc/net/snmp``); each rebuilt datagram also counts in
+        ``InDelivers``, where its fragments did not.  Empty by default."""
+        return {}
+
     def charge(self, fn: str, seconds: float, t: float, cpu: int = 0) -> None:
         """Charge CPU work the host does *on the router's machine* (a local
         socket's system calls, a container's stack, a task): a profile row
@@ -133,6 +141,14 @@ class HostGroup(Host):
         for h in self.hosts:
             h.finish(t)
             h.run = None
+
+    def ip_mib(self) -> dict:
+        """The members' reassembly counters, added up."""
+        out: dict = {}
+        for h in self.hosts:
+            for k, v in h.ip_mib().items():
+                out[k] = out.get(k, 0) + v
+        return out
 
     def counters(self) -> dict:
         """The members' counters, each under its class name (and position)."""

@@ -304,6 +304,11 @@ class FragReceiver(Host):
                 self.delivered += 1
         self.run.charge("ip_defrag", w, t, self.cpu)
 
+    def ip_mib(self) -> dict:
+        """The reassembly's SNMP counters, into the machine's Ip MIB."""
+        snmp = self.defrag.snmp
+        return {k: snmp[k] for k in ("ReasmTimeout", "ReasmReqds", "ReasmOKs", "ReasmFails")}
+
     def counters(self) -> dict:
         out = dict(self.defrag.stats())
         out["delivered"] = self.delivered

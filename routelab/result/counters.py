@@ -15,15 +15,21 @@ import numpy as np
 
 from ..core.dropreason import OUTCOMES as OC
 
-__all__ = ["Counters", "DEV_FIELDS", "MIB_FIELDS"]
+__all__ = ["Counters", "DEV_FIELDS", "MIB_FIELDS", "REASM_FIELDS"]
 
 #: per-device counters (``netstat -i`` / ``/proc/net/dev`` columns)
 DEV_FIELDS = ("rx_packets", "rx_errors", "rx_dropped", "rx_missed", "rx_fifo", "rnbc",
               "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "qdisc_drops")
 #: the Ip MIB counters the model keeps (``/proc/net/snmp``)
-MIB_FIELDS = ("InReceives", "InHdrErrors", "InAddrErrors", "ForwDatagrams", "InDelivers",
-              "InDiscards", "OutRequests", "OutNoRoutes", "OutDiscards", "FragOKs",
-              "FragCreates", "FragFails")
+MIB_FIELDS = ("InReceives", "InHdrErrors", "InAddrErrors", "ForwDatagrams", "InDiscards",
+              "InDelivers", "OutRequests", "OutDiscards", "OutNoRoutes", "ReasmTimeout",
+              "ReasmReqds", "ReasmOKs", "ReasmFails", "FragOKs", "FragFails", "FragCreates")
+#: (in the order of the Ip: line of /proc/net/snmp, Kernel: net/ipv4/proc.c
+#: snmp4_ipstats_list (2.6.20, sagsango/linux-2.6.20), without Forwarding,
+#: DefaultTTL and InUnknownProtos, which the model does not keep)
+#: the counters a machine's reassembly keeps: a local host that reassembles
+#: (``Host.ip_mib``) reports them, and the machine's own MIB shows them
+REASM_FIELDS = ("ReasmTimeout", "ReasmReqds", "ReasmOKs", "ReasmFails")
 #: MIB counter <- the outcome that counts in it
 _MIB_OF_OUTCOME = (("InDiscards", "drop_dst_overflow"), ("InAddrErrors", "drop_martian"),
                    ("InHdrErrors", "drop_hdr"), ("OutNoRoutes", "drop_no_route"),
@@ -49,13 +55,14 @@ class Counters:
         self._dev_cpu = np.asarray(dev_cpu, dtype=np.int64)
         self._c_hdr, self._c_arp = c_hdr, c_arp
 
-    def count_window(self, pk, has_cache: bool) -> None:
+    def count_window(self, pk, has_cache: bool, isfrag=None) -> None:
         """Counters that follow from a window's outcomes (the kernel counts them
         as it goes): rx_missed/rx_fifo (NAPI ring and FIFO full), rx_packets
         (every packet the NIC did not miss), InReceives (every packet past the
         ring/backlog), the MIB counters of each outcome, ForwDatagrams,
         FragOKs/FragCreates (forwarded or dropped by the qdisc), tx_packets of
-        forwarded frames, route lookups per CPU."""
+        forwarded frames, route lookups per CPU.  ``isfrag`` (optional): which
+        of the window's packets are fragments (see InDelivers below)."""
         stats, mib = self.stats, self.mib
         o = np.frombuffer(pk.outcome, dtype=np.uint8).astype(np.int8)
         dev = pk.array("dev").astype(np.int64)
@@ -76,6 +83,11 @@ class Counters:
         counts = np.bincount(o[o >= 0], minlength=len(OC))
         for counter, outcome in _MIB_OF_OUTCOME:
             mib[counter] += int(counts[OC[outcome]])
+        # a fragment delivered locally goes to ip_defrag first: InDelivers
+        # counts the datagram rebuilt from it (ip_local_deliver_finish), which
+        # the reassembling host reports (``collect``), not each fragment
+        if isfrag is not None:
+            mib["InDelivers"] -= int(np.count_nonzero(isfrag & (o == OC["local"])))
         fwd = (o == OC["forwarded"]) | (o == OC["drop_qdisc"])
         mib["ForwDatagrams"] += int(np.count_nonzero(fwd))
         frag = fwd & (nfrag > 1)
@@ -133,6 +145,15 @@ class Counters:
             out["sched"]["loop_gap_s"] = [c.loop_gap for c in cpus]
             out["sched"]["loop_user_s"] = [c.loop_user_s for c in cpus]
             out["sched"]["tasks"] = [c.tasks(run.duration) for c in cpus]
+        for _, h in run._host_labels():
+            if h.dev >= 0:
+                continue                   # (another machine's reassembly is its own)
+            for name, v in h.ip_mib().items():
+                if name not in REASM_FIELDS:
+                    raise KeyError(f"Host.ip_mib: {name!r} is not one of {REASM_FIELDS}")
+                out["ip"][name] += int(v)
+                if name == "ReasmOKs":
+                    out["ip"]["InDelivers"] += int(v)
         if hosts:
             out["hosts"] = hosts
         return out
