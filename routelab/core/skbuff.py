@@ -40,11 +40,13 @@ __all__ = ["SOCKET_KINDS", "PacketTrace", "Column", "COLUMNS", "HEADER", "PACKET
 # request (ipv4/ip_input.ip_local_deliver) and which packets are ARP frames
 # (routelab.prepare).
 KIND = {"background": 0, "worm": 1, "ping_request": 2, "ping_reply": 3, "flood": 4,
-        "local": 5, "icmp_error": 6, "reply": 7, "arp": 8, "tcp_data": 9, "tcp_ack": 10}
+        "local": 5, "icmp_error": 6, "reply": 7, "arp": 8, "tcp_data": 9, "tcp_ack": 10,
+        "udp": 11}
 KIND_NAMES = {v: k for k, v in KIND.items()}
-# kinds a local socket sends and receives (story 4's TCP): a local one is handed
-# to its socket, not to the router's own ICMP (routelab.prepare.local_socket)
-SOCKET_KINDS = (KIND["tcp_data"], KIND["tcp_ack"])
+# kinds a local socket sends and receives (story 4's TCP, story 3's UDP datagrams
+# and their fragments): a local one is handed to its socket, not to the router's
+# own ICMP (routelab.prepare.local_socket)
+SOCKET_KINDS = (KIND["tcp_data"], KIND["tcp_ack"], KIND["udp"])
 
 # Header defects ip_rcv checks for (the generator may inject them).
 HDR_ERR = {"ok": 0, "version": 1, "ihl": 2, "checksum": 3, "length": 4}

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.skbuff import KIND
 from ..ipv4.ip_fragment import IP_MIN_IHL, IpDefrag, IpFragment, fragment_plan
 from . import Host
 from .nic import HostNic
@@ -149,6 +150,7 @@ class FragSender(Host):
             "saddr": np.full(n * m, self.saddr, dtype=np.uint32),
             "daddr": np.full(n * m, self.daddr, dtype=np.uint32),
             "proto": np.full(n * m, 17, dtype=np.uint8),
+            "kind": np.full(n * m, KIND["udp"], dtype=np.uint8),
             "length": np.tile(IP_MIN_IHL + size, n).astype(np.int32),
             "frag_id": np.repeat(ids, m).astype(np.uint16),
             "frag_off": np.tile(off >> 3, n).astype(np.uint16),
@@ -160,7 +162,7 @@ class FragSender(Host):
         ipid = (self._id0 - 1 + k) % 0xFFFF + 1
         xmit = self.nic.xmit
         f = {"iif": self.dev, "saddr": self.saddr, "daddr": self.daddr, "proto": 17,
-             "frag_id": ipid, "tag": k}
+             "kind": KIND["udp"], "frag_id": ipid, "tag": k}
         for off, size, mf in self.rows:
             g = dict(f)
             g["length"] = IP_MIN_IHL + size

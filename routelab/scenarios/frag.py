@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.skbuff import PacketTrace, ip_to_int
+from ..core.skbuff import KIND, PacketTrace, ip_to_int
 from ..errors import KnobError
 from ..hosts.frag import UDP_HLEN, FragReceiver, FragSender
 from ..ipv4.fib import Fib, Route
@@ -157,7 +157,8 @@ def build(values: dict, seed: int, rx_truesize=None, rx_qsize=None, rx_hz=None,
     tr = PacketTrace.build(cols.pop("t"), iif=np.zeros(n, np.int16),
                            saddr=np.full(n, ip_to_int(SENDER), np.uint32),
                            daddr=np.full(n, ip_to_int(RECEIVER_ADDR), np.uint32),
-                           proto=np.full(n, 17, np.uint8), **cols)
+                           proto=np.full(n, 17, np.uint8),
+                           kind=np.full(n, KIND["udp"], np.uint8), **cols)
     return router, tr
 
 
