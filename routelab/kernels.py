@@ -104,6 +104,10 @@ class KernelProfile:
         ``fib_lookup`` walks the policy rules (``fib_rules.c``, 2.2 and
         later); 2.0 has one table and no rules.  Independent of the route
         cache: a kernel without a cache (3.6) still has rules.
+    nexthop_dst : bool
+        Without a route cache, each packet attaches the dst cached in its
+        nexthop (3.6 ``nh_rth_input``, ``skb_dst_set_noref``): no allocation,
+        no GC, no RCU freeing.  2.0 had no dst cache at all either way.
     fib : str
         The FIB's data structure: ``"hash"`` (``fib_hash.c``, the 2.x
         default) or ``"trie"`` (``fib_trie.c``, the only one from 2.6.39).
@@ -141,6 +145,7 @@ class KernelProfile:
     policy_rules: bool = True
     fib: str = "hash"
     forward_csum: str = "none"
+    nexthop_dst: bool = False
 
     def __post_init__(self) -> None:
         if self.fib not in ("hash", "trie"):
@@ -188,6 +193,17 @@ KERNELS: dict[str, KernelProfile] = {p.name: p for p in [
                   True, 0.5, 600.0, True,
                   "2.6.20 + a forward path that keeps CHECKSUM_PARTIAL (later kernels)",
                   forward_csum="partial"),
+    # The epilogue (issue 26), New-B/Linux3.6 @ 5fb0555c4: no route cache
+    # (net/ipv4/route.c ip_route_input_slow -> fib_lookup in fib_trie.c, the
+    # nexthop's cached dst); HZ 250 (kernel/Kconfig.hz default); NAPI drivers;
+    # the 2.6 softirq restart rule (kernel/softirq.c __do_softirq, restart 10).
+    # Its tree RCU is taken as the model's vanilla batches: with no dst freed per
+    # packet there is almost nothing for it to do.  Policy rules: 3.6 walks them
+    # only when custom rules exist (include/net/ip_fib.h fib_lookup).
+    KernelProfile("3.6", False, "normal", "jhash", "2.6", "age", "vanilla", 250, True,
+                  0.5, 0.0, False,
+                  "[V36] net/ipv4/route.c, fib_trie.c, include/net/ip_fib.h",
+                  fib="trie", nexthop_dst=True),
 ]}
 
 

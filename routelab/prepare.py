@@ -28,6 +28,7 @@ from .hardware import NETIF_F
 from .ipv4 import ip_forward as _ipf
 from .ipv4 import ip_input as _ipin
 from .ipv4 import ip_output as _ipout
+from .ipv4 import route_nocache as _nocache
 from .ipv4.fib import RTN
 from .ipv4.icmp import icmp_error_len
 
@@ -75,11 +76,18 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     p["pre_drop"] = hdr_drop
     p["rx_cost"] = rx
     # routing decision (static FIB), martians
-    rtype, oif, gw, nrules = r.fib.fib_lookup(tr.daddr, tr.saddr, tr.tos, tr.iif)
+    tables = nodes = None
+    if r.kernel.fib == "trie":
+        # (fib_trie: the same routes, with the tables searched and nodes touched)
+        rtype, oif, gw, nrules, tables, nodes = r.fib.fib_lookup_trie(
+            tr.daddr, tr.saddr, tr.tos, tr.iif)
+    else:
+        rtype, oif, gw, nrules = r.fib.fib_lookup(tr.daddr, tr.saddr, tr.tos, tr.iif)
     if not r.kernel.policy_rules:
         nrules = np.zeros_like(nrules)  # (2.0: one table, no rules to walk)
     p["rtype"], p["oif"], p["gw"], p["nrules"] = rtype, oif, gw, nrules
     p["martian"] = _ipin.martian_class(tr.saddr, tr.daddr)
+    rp = _nocache.apply_rp_filter(r, tr, p["martian"])
     # forward-path decisions and their cost
     feats = np.array([d.profile.features_mask for d in devs], dtype=np.int64)
     # (OpenVZ's NETIF_F_VENET on an input device: its skip-skb_cow hack)
@@ -113,7 +121,10 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
         p["route_hit_cost"] = _costs.composed(c, "route_hit")
     else:
         p["h"] = np.zeros(len(tr), dtype=np.int64)
-        p["route_hit_cost"] = c["fib_lookup"] + nrules * c["fib_rule"]
+        p["route_hit_cost"], _node_s = _nocache.route_input_nocache(r, nrules, tables, nodes,
+                                                                     rp, c)
+        if nodes is not None:
+            p["trie_nodes"] = nodes
     # key = daddr << 32 | saddr, ik = iif << 8 | tos (in place: no temporaries)
     key = tr.daddr.astype(np.uint64)
     key <<= np.uint64(32)
