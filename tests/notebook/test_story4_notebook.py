@@ -191,9 +191,11 @@ def test_explorer_registered_moves_every_widget():
     assert ex.last_error is None and ex.png.startswith(PNG_SIGNATURE)
     assert set(ex.controls) == {"path", "cow", "pair_features", "kernel", "nic", "nic_tso",
                                 "send_size"}
-    moves = {"path": "host", "cow": "skip", "pair_features": "HW_CSUM",
-             "kernel": "2.6.20-fwdcsum", "nic": "e1000", "nic_tso": True, "send_size": 4096}
-    for name, value in moves.items():
+    moves = [("cow", "skip"), ("pair_features", "HW_CSUM"), ("kernel", "2.6.20-fwdcsum"),
+             ("nic", "e1000"), ("nic_tso", True), ("send_size", 4096), ("cow", "normal"),
+             ("pair_features", "none"), ("path", "host")]
+    assert {n for n, _ in moves} == set(ex.controls)
+    for name, value in moves:
         before = ex.png
         ex.update(**{name: value})
         assert ex.last_error is None, (name, ex.last_error)
@@ -201,8 +203,10 @@ def test_explorer_registered_moves_every_widget():
         assert "Mbit/s" in ex.readout_text and ex.alt
         if name in ("path", "cow"):
             assert ex.png != before
-    ex.update(kernel="2.6.20", path="container")
-    assert "bad checksums at B" in ex.readout_text
+    ex.update(cow="skip")          # contradictory with path=host: one line naming the knob
+    assert ex.last_error and ex.last_error.startswith("cow = 'skip'")
+    ex.update(path="container", kernel="2.6.20", pair_features="HW_CSUM")
+    assert ex.last_error is None and "bad checksums at B" in ex.readout_text
 
 
 def test_readout(runs):
