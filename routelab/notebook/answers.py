@@ -563,7 +563,7 @@ _Q04 = (
         _cow_copies, choices=COW_OUTCOMES,
         hint="skb_cow asks skb_cloned(), not skb_header_cloned(). Which of the two is true "
              "for the clone, with the dataref counts the drawing shows?",
-        explanation="the clone has {headroom} bytes in front of its data, far more than the 16 "
+        explanation="there are {headroom} bytes in front of the data, far more than the 16 "
                     "skb_cow asks for, but its buffer has dataref {low} with {high} header-free "
                     "reference: skb_cloned() is true. So skb_cow calls pskb_expand_head, which "
                     "copies everything from head to tail ({copied:,} bytes) into a new buffer. "
