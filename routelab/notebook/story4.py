@@ -230,7 +230,8 @@ def anatomy_figure(steps: list[tuple[str, list]]):
         ax.set_yticks([])
         ax.set_xlim(0, width)
         ax.grid(False)
-    axes[-1].set_xlabel("offset from skb->head [bytes]")
+    axes[-1].set_xlabel("offset from skb->head [bytes]; skb_shared_info and page frags drawn "
+                        "schematically, not to scale")
     from matplotlib.patches import Patch
     fig.legend(handles=[Patch(color=_SEG[k], label=lab) for k, lab in (
         ("headroom", "headroom"), ("data", "linear data (headers + payload)"),
