@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import html
 
+import ipywidgets as W  # noqa: N812 - as in widgets.py
 import numpy as np
 
 from ..core import skb as _skb
@@ -21,8 +22,6 @@ from ..hosts.tcp import IP_HDR, MAX_TCP_HEADER, TCP_HDR
 from ..result import Result
 from ..scenarios import container
 from .plots import OKABE_ITO, new_figure
-import ipywidgets as W  # noqa: N812 - as in widgets.py
-
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -184,14 +183,17 @@ _SEG = {"headroom": "#dddddd", "data": OKABE_ITO["blue"], "tailroom": "#f2f2f2",
         "shinfo": OKABE_ITO["orange"], "frag": OKABE_ITO["bluish_green"]}
 
 
-def anatomy_figure(steps: list[tuple[str, list]]):
+def anatomy_figure(steps: list[tuple[str, list]], tests: bool = True):
     """Draw :func:`skb_walkthrough`'s moments: one panel each; a row per sk_buff head.
 
     Each row shows the data buffer the head points to (bytes from ``head``):
     headroom up to ``data``, the linear data up to ``tail``, tailroom up to
     ``end``, then skb_shared_info with ``dataref`` (all refs / header-free
-    refs) and any page frags.  Heads that share one buffer say so."""
-    fig, axes = new_figure(len(steps), 1, size=(7.6, 1.0 + sum(0.55 + 0.6 * len(h) for _, h in steps)),
+    refs) and any page frags.  Heads that share one buffer say so.  With
+    ``tests=False`` the labels leave out what ``skb_cloned()`` and
+    ``skb_header_cloned()`` return (a reader works it out from the counts)."""
+    height = 1.0 + sum(0.55 + 0.6 * len(h) for _, h in steps)
+    fig, axes = new_figure(len(steps), 1, size=(7.6, height),
                            title="One TCP segment's skbs: head, data, tail, end, dataref",
                            gridspec_kw={"height_ratios": [len(h) for _, h in steps]})
     axes = np.atleast_1d(axes)
@@ -219,8 +221,10 @@ def anatomy_figure(steps: list[tuple[str, list]]):
                         va="center", fontsize=7)
                 x += 320
             shared = len(owners[st["buffer"]]) > 1
-            flags = (f"cloned={int(st['cloned'])} skb_cloned()={int(st['skb_cloned'])} "
-                     f"header_cloned={int(st['skb_header_cloned'])}")
+            flags = f"cloned={int(st['cloned'])}"
+            if tests:
+                flags += (f" skb_cloned()={int(st['skb_cloned'])} "
+                          f"header_cloned={int(st['skb_header_cloned'])}")
             note = f"buffer #{st['buffer'] % 1000}" + (" (shared)" if shared else "")
             if st["copied"]:
                 note += f", {st['copied']:,} B copied"
@@ -240,16 +244,18 @@ def anatomy_figure(steps: list[tuple[str, list]]):
     return fig
 
 
-def anatomy_alt(steps: list[tuple[str, list]]) -> str:
-    """Text alternative of :func:`anatomy_figure`: every head's offsets and counts."""
+def anatomy_alt(steps: list[tuple[str, list]], tests: bool = True) -> str:
+    """Text alternative of :func:`anatomy_figure` (same ``tests``): every head's offsets
+    and counts."""
     parts = []
     for moment, heads in steps:
         bufs = {st["buffer"] for _, st in heads}
         desc = "; ".join(
             f"{name}: data {st['data']}, tail {st['tail']}, end {st['end']}, "
             f"{st['nr_frags']} page frag(s), dataref {st['dataref']} "
-            f"(header-free {st['dataref_nohdr']}), skb_cloned {st['skb_cloned']}, "
-            f"skb_header_cloned {st['skb_header_cloned']}"
+            f"(header-free {st['dataref_nohdr']}), cloned flag {int(st['cloned'])}"
+            + (f", skb_cloned {st['skb_cloned']}, skb_header_cloned {st['skb_header_cloned']}"
+               if tests else "")
             + (f", {st['copied']:,} bytes copied" if st["copied"] else "")
             for name, st in heads)
         share = (" The heads share one data buffer." if len(heads) > 1 and len(bufs) == 1
@@ -274,7 +280,7 @@ def profile_figure(runs: dict[str, Result], report: tuple[str, ...] = ("host", "
     colors = {name: c for name, c, _ in GROUPS} | {_OTHER[0]: _OTHER[1]}
     seen = set()
     top = 0.0
-    for y, (label, val) in zip(ys, rows, strict=True):
+    for y, (_label, val) in zip(ys, rows, strict=True):
         if isinstance(val, float):
             ax.barh(y, val, color="#bbbbbb", hatch="//", edgecolor="#555555",
                     label=None if "report" in seen else "reported total (no breakdown)")

@@ -76,7 +76,13 @@ def test_anatomy_figure_and_alt_follow_the_state():
     assert png_bytes(fig, 40).startswith(PNG_SIGNATURE)
     alt = anatomy_alt(steps)
     assert "share one data buffer" in alt and "1,608 bytes copied" in alt
-    assert "copied" not in anatomy_alt(steps[:2])     # the figure above question 1 tells nothing
+    # the figure above question 1 shows the counts, not the tests' results nor the copy
+    before = anatomy_alt(steps[:2], tests=False)
+    assert "dataref 2 (header-free 1)" in before
+    assert "copied" not in before and "skb_cloned" not in before
+    labels = [t.get_text() for t in anatomy_figure(steps[:2], tests=False).axes[1].texts]
+    assert not any("skb_cloned" in t for t in labels)
+    assert any("skb_cloned()=1" in x.get_text() for x in fig.axes[1].texts)
     one = anatomy_figure(steps[:1])
     assert len(one.axes) == 1
     assert "copied" not in anatomy_alt(skb_walkthrough(cow="skip"))
