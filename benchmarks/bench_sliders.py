@@ -14,7 +14,9 @@ Usage::
 Prints a table (median and p95 seconds per control) and writes
 ``benchmarks/results/sliders.json``.  Targets (median per control): 0.25 s for
 notebook 00's explorer and notebook 02's RCU primer; 0.5 s for notebook 01's
-explorer (issue 4) and notebook 02's flood explorer (issue 5).
+explorer (issue 4), notebook 02's flood explorer (issue 5) and notebook 04's
+container explorer (issue 23).  ``--only NAME`` (repeatable) measures some
+explorers and updates their entries in the existing results file.
 
 Two clocks are reported: wall time (what a student waits) and the process's
 CPU time for the same update.  On an idle machine they agree; on a shared,
@@ -43,7 +45,8 @@ from routelab.notebook.explorers import EXPLORERS  # noqa: E402 - after the path
 
 TARGET_MEDIAN_S = 0.25
 #: Per-explorer targets where an issue sets another one.
-TARGETS = {"01-worm-cache-thrash": 0.5, "02-rcu-softirq-latency": 0.5}
+TARGETS = {"01-worm-cache-thrash": 0.5, "02-rcu-softirq-latency": 0.5,
+           "04-container-checksums": 0.5}
 
 
 def target_of(name: str) -> float:
@@ -69,6 +72,8 @@ SWEEPS = {
     "flows": [1024, 65_536, 32_768],
     "flow_len": [4, 20, 10],
     "duration": [0.25, 0.15],      # the flood explorer's window (s): a short stretch only
+    # notebook 04's container explorer
+    "send_size": [4096, 65536, 1024, 16384],
 }
 
 
@@ -130,11 +135,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="passes over each control's values")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sliders.json")
+    ap.add_argument("--only", action="append", choices=sorted(EXPLORERS), metavar="NAME",
+                    help="measure only this explorer (repeatable); the other entries of the "
+                         "results file are kept")
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
     results = {}
     for name, build in EXPLORERS.items():
-        results[name] = bench_explorer(name, build, args.repeat)
+        if not args.only or name in args.only:
+            results[name] = bench_explorer(name, build, args.repeat)
     load_after = os.getloadavg()
 
     print(f"slider latency (value change -> finished redraw), target median <= "
@@ -158,6 +167,12 @@ def main(argv=None) -> int:
            "loadavg_before": [round(x, 2) for x in load_before],
            "loadavg_after": [round(x, 2) for x in load_after],
            "repeat": args.repeat, "explorers": results}
+    if args.only and args.out.exists():
+        old = json.loads(args.out.read_text(encoding="utf-8"))
+        merged = dict(old.get("explorers", {}))
+        merged.update(results)
+        doc["explorers"] = merged
+        doc["measured_last"] = sorted(results)
     args.out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0 if all(r["meets_target"] for r in results.values()) else 1
