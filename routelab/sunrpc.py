@@ -153,18 +153,20 @@ class FixedTimer:
         return st["current"]
 
     def timeout(self, st: dict) -> bool:
-        """xprt_adjust_timeout on ``st``; True for a minor timeout, False for a major."""
+        """xprt_adjust_timeout on ``st``; True for a minor timeout, False for a
+        major one (after which call_timeout restarts the retry count)."""
         st["resent"] = True
         mx = RPC_MAX_UDP_TIMEOUT
-        if st["retries"] > 0:
+        minor = st["retries"] > 0
+        if minor:
             st["current"] = min(st["current"] * 2, mx)
+            st["retries"] -= 1
         else:
             st["initval"] = min(st["initval"] * 2, mx)
             st["current"] = st["initval"]
-            st["retries"] = self.retrans + 1   # the kernel resets to_retries in call_timeout
+            st["retries"] = self.retrans
             self.majors += 1
-        st["retries"] -= 1
-        return st["retries"] >= 0
+        return minor
 
     def sample(self, st: dict, rtt: float) -> None:
         """Replies do not change a fixed timer."""

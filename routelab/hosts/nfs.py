@@ -182,7 +182,7 @@ class NfsClient(Host):
     cong_at : str            "reserve" (2.4.19) | "transmit" (2.4.20)
     rpc_timer : str          "fixed" | "rtt"
     timeo_s, retrans         mount options
-    wake_s : float           rpciod's scheduling latency after a wake-up
+    wake_s : float           mean of rpciod's scheduling latency after a wake-up
     cpu : int                the CPU everything is charged on
     trace : NfsTrace | None
     """
@@ -192,7 +192,8 @@ class NfsClient(Host):
                  frag_alloc: str = "sock-alloc-send-skb", slots: int = MAXREQS["2.4.19"],
                  cwnd: str = "aimd", cong_at: str = "reserve", rpc_timer: str = "rtt",
                  timeo_s: float = 0.7, retrans: int = 3, wake_s: float = 0.0002,
-                 resend_first: bool = False, cpu: int = 0, trace: NfsTrace | None = None) -> None:
+                 resend_first: bool = False, cpu: int = 0, trace: NfsTrace | None = None,
+                 seed: int = 0) -> None:
         super().__init__()
         self.saddr, self.daddr = int(saddr), int(daddr)
         self.file_bytes = int(file_bytes)
@@ -207,6 +208,7 @@ class NfsClient(Host):
         self.timeo_s, self.retrans = float(timeo_s), int(retrans)
         self.wake_s = float(wake_s)
         self.resend_first = bool(resend_first)
+        self.seed = int(seed)
         self.cpu = int(cpu)
         self.trace = trace
 
@@ -257,6 +259,8 @@ class NfsClient(Host):
         self._write_t = run.clock.timer("iozone write()", self._write_fire, cpu=self.cpu,
                                         raw=True)
         self._wake_pending = False
+        self._rng = np.random.default_rng([self.seed, 34])
+        self._lat, self._li = [], 0
         self._write_t.mod(0.0)
         if self.trace is not None:
             self.trace.gauge_add(0.0, 0, self.sndbuf)
@@ -420,7 +424,21 @@ class NfsClient(Host):
         if (self.snd_task is not None and not self._wake_pending
                 and self.sock.wmem_alloc * 2 < self.sndbuf):
             self._wake_pending = True
-            self._wake_t.mod(t + self.wake_s)
+            self._wake_t.mod(t + self._wake_latency())
+
+    def _wake_latency(self) -> float:
+        """rpciod's scheduling latency after rpc_wake_up_task: exponential with
+        mean ``wake_s`` (ASSUMED shape: a wake-up from the TX interrupt waits
+        for the next schedule() of a busy box -- other interrupts, softirqs,
+        iozone's own copying -- which has no fixed phase against the wire's
+        123 us per frame).  Seeded per run."""
+        if self.wake_s <= 0.0:
+            return 0.0
+        if self._li >= len(self._lat):
+            self._lat, self._li = self._rng.exponential(self.wake_s, 4096).tolist(), 0
+        v = self._lat[self._li]
+        self._li += 1
+        return v
 
     def tx_complete(self, tag: int, t: float) -> None:
         ent = self.skbs.pop(tag, None)

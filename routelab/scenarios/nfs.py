@@ -117,8 +117,9 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
     Knob("cpu", "piii-1000", str,
          choices=("piii-1000", "celeron-1200", "duron-900", "k6-200"),
          help="Client CPU profile (routelab.hardware)."),
-    Knob("rpciod_wake_us", 140.0, float, 0.0, 100000.0, "us",
-         "Set-up (fitted): rpciod's latency from the write-space wake-up to resending."),
+    Knob("rpciod_wake_us", 135.0, float, 0.0, 100000.0, "us",
+         "Set-up (fitted): mean of rpciod's latency (exponential) from the write-space "
+         "wake-up to resending."),
     Knob("server_us", 500.0, float, 0.0, 1e6, "us",
          "Set-up: server time per WRITE (NFS code and the disk's share)."),
     Knob("trace", False, bool, help="Attach result.nfs_trace (bounded arrays)."),
@@ -179,7 +180,7 @@ def build(values: dict, seed: int, trace: NfsTrace | None = None):
         cong_at="reserve" if kern == "2.4.19" else "transmit",
         rpc_timer=values["rpc_timer"], timeo_s=values["timeo"] / 10.0,
         retrans=values["retrans"], wake_s=values["rpciod_wake_us"] * 1e-6,
-        resend_first=kern == "2.4.20", trace=trace)
+        resend_first=kern == "2.4.20", trace=trace, seed=seed)
     defrag = IpDefrag(values["server"], s["ipfrag_high_thresh"], s["ipfrag_low_thresh"],
                       s["ipfrag_time"])
     speed = values["link_mbps"] * 1e6
