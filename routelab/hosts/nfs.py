@@ -583,6 +583,7 @@ class NfsServer(Host):
         self.frames_in = 0
         self.wire_lost = 0
         self.served = 0
+        self.unfragmented = 0
         self.arrived: dict[int, int] = {}    # attempt -> fragments arrived
         self.outcome: dict[int, str] = {}
         self._reply = {"iif": dev, "saddr": self.addr, "daddr": self.client.saddr,
@@ -613,6 +614,8 @@ class NfsServer(Host):
         frag = IpFragment(int(fld(j, "frag_id")), int(fld(j, "saddr")), int(fld(j, "daddr")), 17,
                           int(fld(j, "frag_off")) * 8, bool(fld(j, "mf")), b"", 0, 64, False,
                           IP_MIN_IHL, length - IP_MIN_IHL, att)
+        if frag.offset == 0 and not frag.more_fragments:
+            self.unfragmented += 1
         dg = self.defrag.ip_defrag(frag, t)
         if dg is None:
             return
@@ -639,6 +642,7 @@ class NfsServer(Host):
     def counters(self) -> dict:
         out = dict(self.defrag.stats())
         out.update({"frames_in": self.frames_in, "wire_lost": self.wire_lost,
-                    "served": self.served})
+                    "served": self.served, "unfragmented": self.unfragmented,
+                    "queued_fragments": self.defrag.queued_fragments()})
         out.update({"nic_" + k: v for k, v in self.nic.counters().items()})
         return out
