@@ -57,7 +57,7 @@ def test_2419_leaves_headless_tails():
     # the fragments of an attempt cut by EAGAIN never include offset 0 and go
     # out highest offset first
     frag = ev["event"] == names.index("frag_tx")
-    for xid, att in set(zip(ev["xid"][eag].tolist(), ev["attempt"][eag].tolist())):
+    for xid, att in set(zip(ev["xid"][eag].tolist(), ev["attempt"][eag].tolist(), strict=True)):
         m = frag & (ev["xid"] == xid) & (ev["attempt"] == att)
         offs = ev["frag_offset"][m]
         if len(offs):

@@ -41,10 +41,12 @@ fragments in one step at the time rpciod runs it (their queueing times are
 spread by the per-fragment CPU cost, but TX completions during that time
 are seen only afterwards: at most one at 100 Mbit/s); a frame refused by
 the qdisc (``txqueuelen``) is freed at once (kfree_skb -> sock_wfree: the
-silent drop of a socket without IP_RECVERR); the server identifies a
-rebuilt datagram's RPC from its offset-0 fragment (the XID is there) -- the
-model reads it from the attempt number the client put in the frame's
-``tag``; replies are never lost (only client->server frames cross the lossy
+silent drop of a socket without IP_RECVERR); the server
+identifies a rebuilt datagram's RPC from its offset-0 fragment (the XID is
+there) -- the model reads it, and the frame's IP ID, offset, MF and length
+(the same values as its header fields), from the client's ``frame_meta``
+table by the frame's ``tag`` (one lookup instead of five field reads);
+replies are never lost (only client->server frames cross the lossy
 direction); one timer class (every request is a WRITE or the COMMIT).
 """
 
@@ -237,7 +239,12 @@ class NfsClient(Host):
         self.txq: deque = deque()           # requests with a slot, waiting for the transport
         self.snd_task: _Req | None = None   # holds the transport (sleeping for write space)
         self.inflight: dict[int, _Req] = {}
-        self.skbs: dict[int, tuple] = {}    # tag -> (TxSkb, attempt id)
+        self.skbs: dict = {}                # tag -> TxSkb on the wire or queued
+        #: tag -> (attempt id, IP ID, offset, MF, IP length): the header
+        #: fields of each frame sent, which the server reads (see NfsServer)
+        self.frame_meta: list = []
+        self._wire_cache: dict = {}
+        self._txc_n = 0
         self.attempt_of: list = []          # attempt id -> (xid, attempt)
         self.sent_per_attempt: list = []    # attempt id -> frames the qdisc took
         self.wire_bits = 0.0
@@ -369,29 +376,40 @@ class NfsClient(Host):
         f = {"iif": 0, "saddr": self.saddr, "daddr": self.daddr, "proto": 17,
              "kind": KIND["udp"], "frag_id": res.datagram_id or 0xFFFF}
         multi = res.n_frags > 1
+        meta = self.frame_meta
+        wires = self._wire_cache
+        skbs = self.skbs
+        spa = self.sent_per_attempt
+        t0 = t
         for k, skb in enumerate(res.skbs):
-            c = self._c_frag + (skb.size - IP_MIN_IHL) * self._c_csum_byte
-            self._charge("ip_build_xmit_slow+udp_getfrag (csum_partial_copy)", c, t)
-            t += c
-            tag = self._tag
-            self._tag += 1
-            g = dict(f, length=skb.size, tag=att)
+            size = skb.size
+            t += self._c_frag + (size - IP_MIN_IHL) * self._c_csum_byte
+            tag = len(meta)
+            meta.append((att, f["frag_id"], skb.offset, not skb.last, size))
+            g = dict(f, length=size, tag=tag)
             if multi:
                 g["frag_off"] = skb.offset >> 3
                 g["mf"] = not skb.last
-            self.skbs[tag] = (skb, att)
+            skbs[tag] = skb
             if tr is not None:
                 tr.gauge_add(t, self.sock.wmem_alloc, self.sndbuf)
                 tr.event(t, req.xid, req.attempts, "frag_tx", skb.offset, k)
             dep = run.ip_output(g, t, self, tag, 0)
-            self.c["fragments_sent"] += 1
             if dep != dep:                    # qdisc full: freed now, silently
                 self.c["qdisc_drops"] += 1
-                del self.skbs[tag]
+                del skbs[tag]
                 self._wfree(skb, t)
             else:
-                self.sent_per_attempt[att] += 1
-                self.wire_bits += wire_bytes(skb.size) * 8.0
+                spa[att] += 1
+                w = wires.get(size)
+                if w is None:
+                    w = wires[size] = float(wire_bytes(size)) * 8.0
+                self.wire_bits += w
+        self.c["fragments_sent"] += len(res.skbs)
+        # ip_build_xmit_slow + udp_getfrag for every fragment, and the TX
+        # cleaning done since the last send (charged together: same CPU total)
+        self._charge("ip_build_xmit_slow+udp_getfrag (csum_partial_copy)", t - t0, t0)
+        self._flush_txc(t0)
         req.last_sent = t
         if req.first_sent < 0:
             req.first_sent = t
@@ -441,11 +459,20 @@ class NfsClient(Host):
         return v
 
     def tx_complete(self, tag: int, t: float) -> None:
-        ent = self.skbs.pop(tag, None)
-        if ent is None:
+        skb = self.skbs.pop(tag, None)
+        if skb is None:
             return
-        self._charge("sock_wfree+kfree_skb (TX clean)", self._c_txc, t)
-        self._wfree(ent[0], t)
+        self._txc_n += 1
+        self._wfree(skb, t)
+
+    def _flush_txc(self, t: float) -> None:
+        """Charge the TX cleaning (sock_wfree + kfree_skb per frame) done so far."""
+        if self._txc_n:
+            self._charge("sock_wfree+kfree_skb (TX clean)", self._txc_n * self._c_txc, t)
+            self._txc_n = 0
+
+    def finish(self, t: float) -> None:
+        self._flush_txc(t)
 
     def _wake_fire(self, now: float) -> float:
         """rpciod runs the woken task: call_status counts a retransmission and
@@ -608,13 +635,11 @@ class NfsServer(Host):
             if u < p / 100.0:
                 self.wire_lost += 1
                 return
-        att = int(fld(j, "tag"))
+        att, ipid, off, mf, length = self.client.frame_meta[fld(j, "tag")]
         self.arrived[att] = self.arrived.get(att, 0) + 1
-        length = int(fld(j, "length"))
-        frag = IpFragment(int(fld(j, "frag_id")), int(fld(j, "saddr")), int(fld(j, "daddr")), 17,
-                          int(fld(j, "frag_off")) * 8, bool(fld(j, "mf")), b"", 0, 64, False,
+        frag = IpFragment(ipid, self.client.saddr, self.addr, 17, off, mf, b"", 0, 64, False,
                           IP_MIN_IHL, length - IP_MIN_IHL, att)
-        if frag.offset == 0 and not frag.more_fragments:
+        if off == 0 and not mf:
             self.unfragmented += 1
         dg = self.defrag.ip_defrag(frag, t)
         if dg is None:

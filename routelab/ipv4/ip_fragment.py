@@ -803,10 +803,6 @@ class IpDefrag:
             **{"frag_" + k: v for k, v in self.fates.items()},
         }
 
-    def queued_fragments(self) -> int:
-        """Fragments held in live queues now."""
-        return sum(len(q.starts) for q in self._queues.values())
-
     def max_timer_delay(self) -> float:
         """The most a queue's timer can fire after ``now + ipfrag_time``: one
         tick (the 2.4 kernels), the timer wheel's slot at ``ipfrag_time``

@@ -175,8 +175,8 @@ class UdpSocket:
     """
 
     __slots__ = (
-        "_next_id", "_pending", "alloc_policy", "mtu", "nonblocking", "sndbuf", "stats",
-        "truesize", "wmem_alloc",
+        "_next_id", "_pending", "_plans", "_ts", "alloc_policy", "mtu", "nonblocking", "sndbuf",
+        "stats", "truesize", "wmem_alloc",
     )  # fmt: skip
 
     def __init__(
@@ -210,6 +210,8 @@ class UdpSocket:
             "frags_sent": 0,
         }
         self._next_id = 0
+        self._plans: dict = {}
+        self._ts: dict = {}
         self._pending: tuple[int, list[tuple[int, int, bool, bool]], int] | None = None
 
     @property
@@ -247,14 +249,18 @@ class UdpSocket:
             self.stats["emsgsize"] += 1
             return SendResult(SendStatus.EMSGSIZE, [], dgram_id, 0)
         self.stats["datagrams"] += 1
-        plan = fragment_plan(length + UDP_HLEN, self.mtu)
-        sizes = plan.payload_sizes()
-        frags, offset = [], 0  # (offset, payload, first, last), ascending
-        for i, size in enumerate(sizes):
-            frags.append((offset, size, i == 0, i == len(sizes) - 1))
-            offset += size
-        if self.alloc_policy != "2.6.11":
-            frags.reverse()  # ip_build_xmit_slow: highest offset first
+        frags = self._plans.get(length)
+        if frags is None:
+            plan = fragment_plan(length + UDP_HLEN, self.mtu)
+            sizes = plan.payload_sizes()
+            frags, offset = [], 0  # (offset, payload, first, last), ascending
+            for i, size in enumerate(sizes):
+                frags.append((offset, int(size), i == 0, i == len(sizes) - 1))
+                offset += int(size)
+            if self.alloc_policy != "2.6.11":
+                frags.reverse()  # ip_build_xmit_slow: highest offset first
+            frags = tuple(frags)
+            self._plans[length] = frags  # (the same cut for the same length)
         return self._build(dgram_id, frags, 0, now)
 
     def resume(self, now: float) -> SendResult:
@@ -317,7 +323,9 @@ class UdpSocket:
         for k in range(start, len(frags)):
             offset, payload, first, last = frags[k]
             size = IP_MIN_IHL + payload
-            truesize = self.truesize(size)
+            truesize = self._ts.get(size)
+            if truesize is None:
+                truesize = self._ts[size] = self.truesize(size)
             checked = self._checks_sndbuf(k)
             if checked:
                 if not self.sock_alloc_send_skb(truesize):
