@@ -153,8 +153,14 @@ class FixedTimer:
         return st["current"]
 
     def timeout(self, st: dict) -> bool:
-        """xprt_adjust_timeout on ``st``; True for a minor timeout, False for a
-        major one (after which call_timeout restarts the retry count)."""
+        """A reply timeout (xprt_timer, then call_timeout): see :meth:`adjust`."""
+        return self.adjust(st)
+
+    def adjust(self, st: dict) -> bool:
+        """xprt_adjust_timeout on ``st`` (call_timeout, net/sunrpc/clnt.c 2.4.19,
+        2.4.20): True for a minor timeout, False for a major one (after which
+        call_timeout restarts the retry count).  Alone (without
+        :meth:`timeout`) for a sleep for write space that timed out."""
         st["resent"] = True
         mx = RPC_MAX_UDP_TIMEOUT
         minor = st["retries"] > 0
@@ -212,8 +218,9 @@ class RttTimer(FixedTimer):
         return max(self.rto_base(), 1.0 / HZ) * (1 << min(self.ntimeouts, XPRT_MAX_BACKOFF))
 
     def timeout(self, st: dict) -> bool:
+        """xprt_timer (2.4.20): rpc_inc_timeo, then call_timeout's adjustment."""
         self.ntimeouts += 1
-        return super().timeout(st)
+        return self.adjust(st)
 
     def sample(self, st: dict, rtt: float) -> None:
         if st["resent"]:

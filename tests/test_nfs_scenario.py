@@ -12,7 +12,7 @@ from routelab.scenarios import get, nfs
 
 def _run(**kw):
     kw.setdefault("file_mb", 0.5)
-    kw.setdefault("max_s", 60.0)
+    kw.setdefault("duration", 60.0)
     return nfs.run(**kw)
 
 
@@ -113,10 +113,29 @@ def _conserved(r):
        txq=st.sampled_from([20, 100]))
 def test_every_fragment_delivered_dropped_or_queued(loss, server, kernel, seed, txq):
     r = _run(loss_pct=loss, server=server, kernel=kernel, seed=seed, txqueuelen=txq,
-             file_mb=0.25, max_s=30.0)
+             file_mb=0.25, duration=30.0)
     router_server = None
     arrived, fates, srv = _conserved(r)
     del router_server
     # every arriving frame: a fate (delivered in a datagram, evicted, expired,
     # refused, duplicate, ...) or still queued at the end; the COMMIT is unfragmented
     assert arrived == fates + srv["queued_fragments"] + srv["unfragmented"]
+
+
+def test_max_s_is_an_alias_of_duration():
+    a = nfs.run(file_mb=0.25, max_s=20.0).summary()
+    b = nfs.run(file_mb=0.25, duration=20.0).summary()
+    assert a == b
+
+
+def test_run_stops_at_duration_when_the_file_is_not_written():
+    s = nfs.run(file_mb=8, duration=0.5).summary()
+    assert s["elapsed_s"] == 0.5 and s["write_MBps"] == 0.0
+
+
+def test_commit_every_mebibyte():
+    """pagelist.c: at 256 page requests the writer waits and a COMMIT frees them."""
+    r = nfs.run(file_mb=4, kernel="2.4.20")
+    c = r.counters["hosts"]["local/17"]
+    assert c["writer_stalls"] == 3
+    assert r.summary()["rpcs"] == 128 + 4          # 128 WRITEs, 3 COMMITs at the limit + 1

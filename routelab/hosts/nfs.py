@@ -22,10 +22,15 @@ Kernel (sources.md "Story 3"; trees [V2419] bticino/linux-2.4.19-rmk7-pxa2-btweb
 and [V2420] sndrzt/linux-2.4.20.lite @ 426c5ed):
 
 * fs/nfs/write.c nfs_updatepage, nfs_strategy, nfs_flush_list,
-  nfs_flush_one (2.4.19): a WRITE per ``wsize`` of contiguous dirty pages,
-  started async (rpciod); at most MAX_REQUEST_HARD = 256 page requests
-  outstanding per mount, beyond which the writer waits; fsync/close
-  (iozone ``-e -c``) flush the rest and send a COMMIT.
+  nfs_flush_one (2.4.19): a WRITE per ``wsize`` of contiguous dirty pages
+  (NFSv3: at ``wpages`` dirty requests), started async (rpciod), NFS_UNSTABLE.
+  fs/nfs/pagelist.c nfs_create_request / nfs_try_to_free_pages: at most
+  MAX_REQUEST_HARD = 256 page requests per mount (include/linux/nfs_flushd.h),
+  counting pages dirty, in a WRITE, or written unstable and not yet
+  committed; at the limit the writer waits for the busy WRITEs, then sends
+  a COMMIT of the unstable ones (nfs_commit_list) and waits for it.  So at
+  wsize 32 KiB a COMMIT follows every 1 MiB.  fsync/close (iozone ``-e
+  -c``) flush the rest and COMMIT.
 * net/sunrpc/xprt.c do_xprt_transmit, xprt_sendmsg, xprt_write_space,
   xprt_timer; net/sunrpc/clnt.c call_status (2.4.19): the whole request is
   sent MSG_DONTWAIT; an EAGAIN with SOCK_NOSPACE becomes -ENOMEM, and the
@@ -252,7 +257,10 @@ class NfsClient(Host):
         self.next_xid = 1
         self.written = 0                    # bytes write() has taken
         self.dirty = 0                      # bytes dirty, not yet in a WRITE
-        self.outstanding_pages = 0
+        self.outstanding_pages = 0          # nr_requests: dirty + in a WRITE + unstable
+        self.unstable = 0                   # pages WRITTEN (NFS_UNSTABLE), not committed
+        self.commit_inflight = False
+        self.commit_xids: set = set()
         self.writer_waiting = False
         self.t_done = float("nan")
         self.commit_sent = False
@@ -284,6 +292,7 @@ class NfsClient(Host):
             if self.outstanding_pages >= MAX_REQUEST_HARD:
                 self.writer_waiting = True
                 self.c["writer_stalls"] += 1
+                self._maybe_commit(t)
                 return 0.0
             n = min(self.record, self.file_bytes - self.written)
             pages = -(-n // PAGE_SIZE)
@@ -306,16 +315,32 @@ class NfsClient(Host):
         self._maybe_commit(t)
         return 0.0
 
+    def _writes_busy(self) -> bool:
+        return bool(self.backlog or self.txq or self.snd_task is not None
+                    or len(self.inflight) > (1 if self.commit_inflight else 0))
+
     def _maybe_commit(self, t: float) -> None:
-        if (self.written >= self.file_bytes and not self.dirty and not self.commit_sent
-                and not self.inflight and not self.backlog and not self.txq
-                and self.snd_task is None):
+        """Send a COMMIT for the unstable pages when nothing else is busy and
+        either the writer is stuck at MAX_REQUEST_HARD (pagelist.c
+        nfs_try_to_free_pages: wait for the busy WRITEs, then nfs_commit_list)
+        or the file is written (iozone -e -c: fsync/close)."""
+        if self.commit_inflight or self._writes_busy() or self.dirty:
+            return
+        done = self.written >= self.file_bytes
+        if not (self.writer_waiting or done):
+            return
+        if not self.unstable and not (done and not self.commit_sent):
+            return
+        if done:
             self.commit_sent = True
-            self._new_rpc(0, t, commit=True)
+        self.commit_inflight = True
+        self._new_rpc(0, t, commit=True)
 
     def _new_rpc(self, data: int, t: float, commit: bool = False) -> None:
-        pages = 0 if commit else -(-data // PAGE_SIZE)
+        pages = self.unstable if commit else -(-data // PAGE_SIZE)
         req = _Req(self.next_xid, data, pages, commit)
+        if commit:
+            self.commit_xids.add(req.xid)
         self.next_xid += 1
         self.c["rpcs"] += 1
         self.backlog.append(req)
@@ -504,12 +529,17 @@ class NfsClient(Host):
         if req.done:
             return
         self.c["rpc_timeouts"] += 1
+        if req.sleeping:
+            # no write space within to_current: the sleep ends -ETIMEDOUT and
+            # call_timeout adjusts the timeout; the window is not touched
+            # (xprt_adjust_cwnd runs only from xprt_timer, a reply timeout)
+            if not self.timer.adjust(req.tstate):
+                self.c["rpc_majors"] += 1
+            self._resend_after_sleep(req, now, woken=False)
+            return
         self.cw.on_timeout(now)
         if not self.timer.timeout(req.tstate):
             self.c["rpc_majors"] += 1
-        if req.sleeping:            # no write space within to_current
-            self._resend_after_sleep(req, now, woken=False)
-            return
         if self.trace is not None:
             self.trace.event(now, req.xid, req.attempts, "timeout")
         t = now + self._c_wake
@@ -552,16 +582,22 @@ class NfsClient(Host):
             self.txq.remove(req)
         except ValueError:
             pass
-        self.outstanding_pages -= req.pages
         if req.commit:
-            self.t_done = t
-            return
+            # the committed pages are released (nfs_commit_done)
+            self.commit_inflight = False
+            self.outstanding_pages -= req.pages
+            self.unstable -= req.pages
+            if (self.written >= self.file_bytes and self.commit_sent
+                    and self.outstanding_pages == 0):
+                self.t_done = t
+                return
+        else:
+            self.unstable += req.pages      # NFS_UNSTABLE: kept until a COMMIT
         if self.writer_waiting and self.outstanding_pages < MAX_REQUEST_HARD:
             self.writer_waiting = False
             self._write_t.mod(t)
         self._admit(t)
-        if self.written >= self.file_bytes and not self.writer_waiting:
-            self._maybe_commit(t)
+        self._maybe_commit(t)
 
     def counters(self) -> dict:
         out = dict(self.c)
@@ -583,7 +619,8 @@ class NfsServer(Host):
     defrag : IpDefrag     the server's reassembly (receiver kind and limits)
     client : NfsClient    (to read an attempt's XID, see the module doc)
     nic : HostNic         the server's own NIC for the replies
-    service_s : float     time to serve one WRITE (the disk and the NFS code)
+    service_s : float     time to serve one WRITE (the NFS code, data into the page cache)
+    commit_s : float      time to serve a COMMIT (the unstable data to disk)
     loss_pct : float      client->server frames lost on the wire
     seed : int
     """
@@ -591,11 +628,13 @@ class NfsServer(Host):
     kinds = ("udp",)
 
     def __init__(self, defrag, client: NfsClient, nic: HostNic, addr: int, *,
-                 service_s: float = 0.0005, loss_pct: float = 0.0, seed: int = 0) -> None:
+                 service_s: float = 0.0005, commit_s: float = 0.02, loss_pct: float = 0.0,
+                 seed: int = 0) -> None:
         super().__init__()
         self.defrag, self.client, self.nic = defrag, client, nic
         self.addr = int(addr)
         self.service_s = float(service_s)
+        self.commit_s = float(commit_s)
         self.loss_pct = float(loss_pct)
         self.seed = int(seed)
 
@@ -649,7 +688,8 @@ class NfsServer(Host):
         a = int(dg.tag)
         self.outcome[a] = "completed"
         start = t if t > self.busy else self.busy
-        done = start + self.service_s
+        xid = self.client.attempt_of[a][0]      # (the RPC header names the procedure)
+        done = start + (self.commit_s if xid in self.client.commit_xids else self.service_s)
         self.busy = done
         self.served += 1
         r = self._reply
