@@ -447,7 +447,7 @@ class NfsClient(Host):
             self.c["datagrams_incomplete"] += 1
         if tr is not None:
             tr.event(t, req.xid, req.attempts, "eagain", -1, len(res.skbs))
-        if self.sock.wmem_alloc * 2 < self.sndbuf:
+        if self.sock.wmem_alloc < self.sndbuf // 2:
             # write space came back while sending (qdisc frees): go again at once
             self.c["rpc_resends"] += 1
             self.txq.appendleft(req)
@@ -465,7 +465,7 @@ class NfsClient(Host):
         if self.trace is not None:
             self.trace.gauge_add(t, self.sock.wmem_alloc, self.sndbuf)
         if (self.snd_task is not None and not self._wake_pending
-                and self.sock.wmem_alloc * 2 < self.sndbuf):
+                and self.sock.wmem_alloc < self.sndbuf // 2):
             self._wake_pending = True
             self._wake_t.mod(t + self._wake_latency())
 

@@ -64,7 +64,7 @@ from ..hosts.nfs import WRITE_CALL_HDR, NfsClient, NfsServer, NfsTrace
 from ..hosts.nic import HostNic
 from ..ipv4.fib import Fib, Route
 from ..ipv4.ip_fragment import RECEIVERS, IpDefrag, fragment_plan
-from ..ipv4.udp import UDP_HLEN, truesize_2419
+from ..ipv4.udp import SOCK_MIN_SNDBUF, UDP_HLEN, truesize_2419
 from ..result import Result
 from ..router import Device, Router
 from ..sunrpc import CWND_VARIANTS, MAXREQS, TIMER_VARIANTS
@@ -157,9 +157,11 @@ def resolve_setup(v: dict) -> dict:
     if sndbuf is None:
         sndbuf = 65535 if kern == "2.4.19" else sndbuf_2420(v["wsize"])
     one = truesize_2419(1500)
-    if sndbuf < one:
+    if sndbuf < max(one, SOCK_MIN_SNDBUF):
         raise KnobError("sndbuf", sndbuf,
-                        f"at least one fragment's truesize ({one} B): below it nothing is sent")
+                        f"at least {max(one, SOCK_MIN_SNDBUF)} B: below one fragment's truesize "
+                        f"({one} B) every datagram stops after its first fragment, and "
+                        f"SO_SNDBUF cannot go below SOCK_MIN_SNDBUF ({SOCK_MIN_SNDBUF} B)")
     rules = RECEIVERS[v["server"]]
     high = rules.high if v["ipfrag_high_thresh"] is None else v["ipfrag_high_thresh"]
     low = min(rules.low, high) if v["ipfrag_low_thresh"] is None else v["ipfrag_low_thresh"]
