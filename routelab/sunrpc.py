@@ -153,7 +153,10 @@ class FixedTimer:
         return st["current"]
 
     def timeout(self, st: dict) -> bool:
-        """A reply timeout (xprt_timer, then call_timeout): see :meth:`adjust`."""
+        """A reply timeout (xprt_timer, then call_timeout): the request counts
+        as resent (``rq_nresend``++, which only xprt_timer does: a resend after
+        EAGAIN is not one), then :meth:`adjust`."""
+        st["resent"] = True
         return self.adjust(st)
 
     def adjust(self, st: dict) -> bool:
@@ -161,7 +164,6 @@ class FixedTimer:
         2.4.20): True for a minor timeout, False for a major one (after which
         call_timeout restarts the retry count).  Alone (without
         :meth:`timeout`) for a sleep for write space that timed out."""
-        st["resent"] = True
         mx = RPC_MAX_UDP_TIMEOUT
         minor = st["retries"] > 0
         if minor:
@@ -188,8 +190,11 @@ class RttTimer(FixedTimer):
     srtt starts at (timeo - HZ/5) << 3 jiffies and sdrtt at HZ/5, so the
     first RTO is ``timeo``; a sample m (jiffies, at least 1) updates
     srtt += m - srtt/8 and sdrtt += |m - srtt/8| - sdrtt/4 (floor
-    RPC_RTO_MIN); RTO = srtt/8 + sdrtt, capped at 60 s.  Karn: only
-    requests never resent are sampled.  net/sunrpc/xprt.c xprt_timer with
+    RPC_RTO_MIN); RTO = srtt/8 + sdrtt, capped at 60 s.  Karn
+    (xprt_complete_rqst, 2.4.20): only requests with ``rq_nresend == 0``
+    are sampled -- ``rq_nresend`` counts reply timeouts only, so a request
+    sent again after EAGAIN is sampled, from its last transmission
+    (``rq_xtime`` is set at every do_xprt_transmit).  net/sunrpc/xprt.c xprt_timer with
     xprt_expbackoff: a timer that fires before the request has seen
     2**min(ntimeouts, 8) RTOs is re-armed and is not a timeout; ntimeouts
     is per client, +1 per real timeout, cleared by any reply.  Everything
@@ -220,6 +225,7 @@ class RttTimer(FixedTimer):
     def timeout(self, st: dict) -> bool:
         """xprt_timer (2.4.20): rpc_inc_timeo, then call_timeout's adjustment."""
         self.ntimeouts += 1
+        st["resent"] = True
         return self.adjust(st)
 
     def sample(self, st: dict, rtt: float) -> None:

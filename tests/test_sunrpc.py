@@ -150,3 +150,18 @@ def test_writeable_at_half_the_buffer():
 def test_old_policy_names_are_aliases():
     assert UdpSocket(alloc_policy="2.4.16").alloc_policy == "2.4.19"
     assert UdpSocket(alloc_policy="2.4.22").alloc_policy == "2.4.20"
+
+
+def test_only_reply_timeouts_stop_rtt_sampling():
+    """rq_nresend counts xprt_timer's timeouts only: a request whose sleep for
+    write space timed out (call_timeout's adjustment alone) is still sampled."""
+    t = RttTimer(0.7, 3)
+    st = t.new_request()
+    t.adjust(st)
+    assert not st["resent"] and t.ntimeouts == 0
+    t.sample(st, 0.05)
+    assert t.samples == 1
+    t.timeout(st)
+    assert st["resent"] and t.ntimeouts == 1
+    t.sample(st, 0.05)
+    assert t.samples == 1

@@ -386,6 +386,9 @@ class NfsClient(Host):
         rpciod is done with it."""
         run = self.run
         req.attempts += 1
+        req.last_sent = t                   # rq_xtime: set at every transmission
+        if req.first_sent < 0:
+            req.first_sent = t
         att = len(self.attempt_of)
         self.attempt_of.append((req.xid, req.attempts))
         self.sent_per_attempt.append(0)
@@ -435,9 +438,6 @@ class NfsClient(Host):
         # cleaning done since the last send (charged together: same CPU total)
         self._charge("ip_build_xmit_slow+udp_getfrag (csum_partial_copy)", t - t0, t0)
         self._flush_txc(t0)
-        req.last_sent = t
-        if req.first_sent < 0:
-            req.first_sent = t
         if res.status is SendStatus.OK:
             req.timer.mod(t + self.timer.rto(req.tstate))
             return t
@@ -565,10 +565,7 @@ class NfsClient(Host):
             self.trace.event(t, xid, attempt, "reply")
         req.done = True
         req.timer.stop()
-        if req.attempts == 1:
-            self.timer.sample(req.tstate, t - req.first_sent)
-        else:
-            req.tstate["resent"] = True
+        self.timer.sample(req.tstate, t - req.last_sent)   # (not if a reply timed out)
         self.timer.reply()
         if req.has_cong:
             self.cw.on_reply(t)
