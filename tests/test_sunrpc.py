@@ -165,3 +165,14 @@ def test_only_reply_timeouts_stop_rtt_sampling():
     assert st["resent"] and t.ntimeouts == 1
     t.sample(st, 0.05)
     assert t.samples == 1
+
+
+def test_rtt_classes_are_separate_but_backoff_is_shared():
+    t = RttTimer(0.7, 3)
+    w, c = t.new_request(4), t.new_request(5)
+    for _ in range(40):
+        t.sample(t.new_request(4), 0.002)
+        t.sample(t.new_request(5), 0.2)
+    assert t.rto(w) < 0.1 < t.rto(c)
+    t.timeout(w)
+    assert t.rto(c) == pytest.approx(2 * t.rto_base(5))

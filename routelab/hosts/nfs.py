@@ -52,7 +52,7 @@ there) -- the model reads it, and the frame's IP ID, offset, MF and length
 (the same values as its header fields), from the client's ``frame_meta``
 table by the frame's ``tag`` (one lookup instead of five field reads);
 replies are never lost (only client->server frames cross the lossy
-direction); one timer class (every request is a WRITE or the COMMIT).
+direction); the two timer classes used are WRITE's and COMMIT's.
 """
 
 from __future__ import annotations
@@ -357,7 +357,7 @@ class NfsClient(Host):
             if self.cong_at == "reserve":
                 self.cw.get()
                 req.has_cong = True
-            req.tstate = self.timer.new_request()
+            req.tstate = self.timer.new_request(5 if req.commit else 4)
             req.timer = self.run.clock.timer(f"rpc timer xid {req.xid}", self._make_fire(req),
                                              cpu=self.cpu, raw=True)
             self.inflight[req.xid] = req
