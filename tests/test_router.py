@@ -169,6 +169,7 @@ def test_non_napi_overload_drops_in_backlog():
     assert res.outcome_counts()["drop_rx_missed"] == 0
     eth0 = dev_counters(res)[0]
     assert eth0["RX-DRP"] == 0 and eth0["RX-OVR"] == 0   # netif_rx drops are not in /proc/net/dev
+    assert eth0["RX-ERR"] == 0
     assert eth0["RX-OK"] == 3000                         # e100 counts before netif_rx
 
 
@@ -183,6 +184,9 @@ def test_napi_overload_drops_on_the_nic():
     assert eth0["RX-OVR"] == missed
     assert eth0["RX-DRP"] >= missed
     assert eth0["RX-OK"] == 3000 - missed
+    # e1000_update_stats: rx_errors adds RNBC and MPC (2.6.0, 2.4.24), so
+    # RX-ERR is what RX-DRP is (rx_dropped = RNBC, rx_missed_errors = MPC)
+    assert eth0["RX-ERR"] == eth0["RX-DRP"] == res.counters["dev"]["rnbc"][0] + missed
 
 
 def test_slow_output_link_fills_the_qdisc():
