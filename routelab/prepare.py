@@ -51,7 +51,7 @@ def local_socket(kind) -> np.ndarray:
     return np.isin(np.asarray(kind), _SOCKET_KINDS)
 
 
-def prepare(r, cache, tr: PacketTrace) -> dict:
+def prepare(r, cache, tr: PacketTrace, cache20=None) -> dict:
     """The stateless stages over the arrays of ``tr`` for router ``r`` (whose
     route cache, or ``None``, gives the hash key); returns named columns."""
     c = r.costs.fn
@@ -114,6 +114,13 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     else:
         p["h"] = np.zeros(len(tr), dtype=np.int64)
         p["route_hit_cost"] = c["fib_lookup"] + nrules * c["fib_rule"]
+        if cache20 is not None:
+            # 2.0's ip_rt_route: its own cache, run here in arrival order
+            # (routelab.ipv4.route20); a forwarded packet pays its lookup there
+            fwd = (rtype == RTN["unicast"]) & (p["martian"] == 0) & (hdr_drop == 0)
+            hop = np.where(gw != 0, gw, tr.daddr).astype(np.int64)
+            rc = cache20.costs(tr.t, tr.daddr, hop, fwd)
+            p["route_hit_cost"] = np.where(fwd, rc, p["route_hit_cost"])
     # key = daddr << 32 | saddr, ik = iif << 8 | tos (in place: no temporaries)
     key = tr.daddr.astype(np.uint64)
     key <<= np.uint64(32)

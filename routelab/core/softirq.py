@@ -494,9 +494,10 @@ class Cpu:
         """ksoftirqd stops being the current task at ``t`` (it sleeps, or was
         switched out): the time since it started is top's ksoftirqd time, and
         the ticks it was charged come off its slice."""
+        was = self.in_ksoftirqd
         self.in_ksoftirqd = False
         self.ksoftirqd_s += t - self.ksoftirqd_since
-        if self.rq is None:
+        if self.rq is None and was:
             k = math.floor(t * self.hz + 1e-6)
             if k >= self.ksd_expiry:
                 # its slice ran out while it worked (refilled at that tick)

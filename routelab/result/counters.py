@@ -129,6 +129,9 @@ class Counters:
             out["neigh"] = arp.counters()
             out["neigh"]["entries"] = arp.tbl.entries
             out["neigh"]["table_overflows"] = cache.neigh_overflows if cache is not None else 0
+        c20 = getattr(run, "cache20", None)
+        if c20 is not None:
+            out["rt20"] = {**c20.counters, **c20.census()}
         if cache is not None:
             rows = cache.stat_rows()
             # the output route lookups of the ICMP messages the router sent
