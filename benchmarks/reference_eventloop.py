@@ -585,6 +585,10 @@ class _Reference:
                 sl = self.ksd_slice
                 cpu.ksd_left = sl - (k - cpu.ksd_expiry) % sl if k >= cpu.ksd_expiry \
                     else cpu.ksd_expiry - k
+                # (its sleep is a schedule() to the idle task: a switch, a quiescent state)
+                cpu.ctxsw += 1
+                if self.rcu is not None:
+                    self.rcu.quiescent(cc, cpu.free_since, "ctxsw")
             cpu.in_ksoftirqd = False
             svc = c["softirq_entry"]
         else:
@@ -611,7 +615,8 @@ class _Reference:
                 rt = self.p
                 e = self.cache.ip_route_input_slow(
                     now, cc, self.key[j], self.ik[j], self.H[j], int(rt["rtype"][j]),
-                    self.oif[j], int(rt["gw"][j]), int(rt["nrules"][j]), int(rt["martian"][j]))
+                    self.oif[j], int(rt["gw"][j]), int(rt["nrules"][j]), int(rt["martian"][j]),
+                    float(rt["vfib_cost"][j]))
                 svc += self.cache.ledger.t
                 if e is None:
                     if self.cache.ledger.why == OC["drop_dst_overflow"]:

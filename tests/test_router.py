@@ -395,3 +395,28 @@ def test_trace_input_devices_are_checked_and_the_bad_one_named(bad):
     tr = trace(3, iif=np.array([0, bad, 0]))
     with pytest.raises(KnobError, match=rf"iif={bad} is not valid.*\[0, 1\]"):
         r.run(tr, 0.01)
+
+
+def test_slow_path_pays_fib_validate_sources_reverse_lookup():
+    # 2.4.24 ip_route_input_slow -> fib_validate_source: a reverse fib_lookup
+    # to the source (rules walked with the output device as iif); a second
+    # one when the source's route is not on the input device (rp_filter off)
+    from routelab.prepare import _validate_source_cost
+
+    r = make_router("2.4.24")
+    c = r.costs.fn
+    tr = PacketTrace.build(np.zeros(3), saddr=np.array([IN_HOST, OUT_HOST, IN_HOST]),
+                           daddr=np.array([OUT_HOST, OUT_HOST, ip_to_int(ROUTER_IN)]), iif=0)
+    rtype, oif, gw, nrules = r.fib.fib_lookup(tr.daddr, tr.saddr, tr.tos, tr.iif)
+    v = _validate_source_cost(r, tr, rtype, oif, c)
+    _, _, _, rrules = r.fib.fib_lookup(tr.saddr, tr.daddr, tr.tos, np.maximum(oif, 0))
+    one = c["fib_lookup"] + rrules * c["fib_rule"]   # (the rules up to the main table)
+    # forwarded, source behind eth0: one lookup; source behind eth1 (spoofed
+    # onto eth0): two; a packet for the router itself is checked too
+    assert rrules[0] >= 1
+    assert v.tolist() == pytest.approx([one[0], 2 * one[1], one[2]])
+    # and the router charges it: a miss costs that much more than a hit
+    res = r.run(trace(2, rate=10.0), 0.5)
+    assert res.counters["rt_cache_stat"][0][STAT_FIELDS.index("in_slow_tot")] == 1
+    # 2.0 has no such check
+    assert not _validate_source_cost(make_router("2.0"), tr, rtype, oif, c).any()
