@@ -155,7 +155,11 @@ def _arp_defaults(o):
 
 
 def _table_full(o):
-    entries = int(o.text["arp-stat"].splitlines()[1].split()[0], 16)
+    # (2.4.24 has no /proc/net/stat/arp_cache: the model's counters follow in
+    # 2.6.9's layout, under its header)
+    lines = o.text["arp-stat"].splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("entries  allocs"))
+    entries = int(lines[at + 1].split()[0], 16)
     return entries == 1025, f"{entries} entries at the end"
 
 
