@@ -113,7 +113,8 @@ CPUS: dict[str, CpuProfile] = {p.name: p for p in [
     # box), each inside a documented range; the calibration of story 4 swept them
     # and left them at these prior values, with which both reported cases already
     # fall in their bands (docs/calibration-story4.md):
-    #   ipc in [0.26, 1.0]: 0.26 was story 2's fit (0.29 since issue 24) for a 2.4 GHz NetBurst Xeon on
+    #   ipc in [0.26, 1.0]: 0.26 was story 2's fit (0.29 since issue 24) for a
+    #     2.4 GHz NetBurst Xeon on
     #     cache-missing route-cache code (with it story 4's loads come out about
     #     twice the report: the two stories disagree, see the calibration note),
     #     1.0 the Opteron reference core; 0.65 the earlier xeon-2800 assumption;
