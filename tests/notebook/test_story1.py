@@ -151,15 +151,21 @@ def test_hard_irq_time_is_split_from_softirq():
     assert math.isclose(s["cpu_busy_pct"], s["cpu_softirq_pct"] + s["cpu_irq_pct"], abs_tol=0.02)
 
 
-def test_saturated_261_never_ends_a_grace_period_and_overflows():
+def test_saturated_261_still_ends_grace_periods():
+    # ksoftirqd's cond_resched() after each do_softirq once its 10 ms slice is
+    # used up is a schedule(), a quiescent state even with no user task (2.6.1
+    # kernel/softirq.c, kernel/sched.c): callbacks run and the dst cache never
+    # overflows (the model once skipped this and showed a catastrophe)
     s = worm.run(kernel="2.6.1", duration=10.0, seed=1, **STAND_IN).summary()
-    assert s["gc_dst_overflow"] > 0
-    assert s["rcu_pending_max"] > 10_000
+    assert s["gc_dst_overflow"] == 0
+    assert s["rcu_pending_max"] < 2_000
 
 
 def test_kernel_20_keeps_the_ping_low_under_the_worms():
+    # 2.0's own 256-entry route cache always evicts and never refuses: its GC
+    # costs CPU (about half of the K6 at the stand-in load) but never stalls
     s = worm.run(kernel="2.0", duration=3.0, seed=1, **STAND_IN).summary()
-    assert s["ping_rtt_ms_p50"] < 2.0 and s["cpu_busy_pct"] < 30
+    assert s["ping_rtt_ms_p50"] < 2.0 and s["cpu_busy_pct"] < 70
 
 
 def test_uplink_knob_is_validated():

@@ -209,8 +209,14 @@ def test_explorer_registered_moves_every_widget():
         assert "Mbit/s" in ex.readout_text and ex.alt
         if name in ("path", "cow"):
             assert ex.png != before
-    ex.update(cow="skip")          # contradictory with path=host: one line naming the knob
-    assert ex.last_error and ex.last_error.startswith("cow = 'skip'")
+    # on the host path nothing is forwarded: cow and the pair's features are
+    # greyed out and ignored (the scenario itself refuses them, one line)
+    assert ex.controls["cow"].disabled and ex.controls["pair_features"].disabled
+    before = ex.png
+    ex.update(cow="skip")
+    assert ex.last_error is None and ex.png == before
+    ex.update(path="container", cow="normal")
+    assert not ex.controls["cow"].disabled
     ex.update(path="container", kernel="2.6.20", pair_features="HW_CSUM")
     assert ex.last_error is None and "bad checksums at B" in ex.readout_text
 
