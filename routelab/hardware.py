@@ -82,6 +82,13 @@ CPUS: dict[str, CpuProfile] = {p.name: p for p in [
         "AMD Duron 900 (story 1's faster box). 200 MHz DDR bus; all numbers "
         "assumed by scaling Vlasenko's Celeron-1200 figures (kernel.md s9)."),
     CpuProfile(
+        "piii-1000", 1.0e9, 1, 0.8, 130.0, _CSUM_COPY_BW_CELERON * 1.6,
+        1.0e9 / (704 / 1024),
+        "Intel Pentium III 1 GHz (Coppermine, 133 MHz FSB, PC133 SDRAM): a ~1 GHz PC of "
+        "2002, story 3's NFS client (the report gives no CPU). ASSUMED: the Celeron-1200's "
+        "core (same P6 family: ipc 0.8), its checksum cycles per KB (704, Vlasenko) at "
+        "1 GHz, its memory-bound copy rate, and 130 ns memory latency."),
+    CpuProfile(
         "celeron-1200", 1.2e9, 1, 0.8, 120.0, _CSUM_COPY_BW_CELERON * 1.6,
         _CSUM_BW_CELERON,
         "Intel Celeron 1200, 100 MHz FSB: Vlasenko's measurement box (kernel.md s9). "

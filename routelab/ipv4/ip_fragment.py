@@ -638,7 +638,8 @@ class IpDefrag:
     __slots__ = (
         "_buckets", "_clock_timer", "_high", "_jiffies0", "_low", "_next_deadline", "_on_expire",
         "_peer_rid", "_queues", "_seq", "_time", "_timers", "_truesize", "discarded", "evicted",
-        "fates", "icmp_time_exceeded", "max_dist", "mem", "mem_max", "receiver", "rules", "snmp",
+        "fates", "icmp_time_exceeded", "max_dist", "mem", "mem_max", "on_kill", "receiver",
+        "rules", "snmp",
     )  # fmt: skip
 
     def __init__(
@@ -694,6 +695,9 @@ class IpDefrag:
         self.discarded = 0  #: fragments dropped by ip_frag_queue without a counter (2.4)
         #: fragments by fate (see :data:`FATES`); the rest are queued
         self.fates = dict.fromkeys(FATES, 0)
+        #: optional ``on_kill(tags, fate)``: told of every queue killed (its
+        #: fragments' tags and their fate: evicted, expired, ...)
+        self.on_kill = None
         self._queues: OrderedDict[FragKey, _Ipq] = OrderedDict()
         self._buckets: list[list[_Ipq]] = [[] for _ in range(IPQ_HASHSZ)]
         self._peer_rid: dict[int, int] = {}
@@ -880,6 +884,8 @@ class IpDefrag:
             self._buckets[q.bucket].remove(q)
         self.mem -= q.mem
         self.fates[fate] += len(q.starts)
+        if self.on_kill is not None:
+            self.on_kill(q.tags, fate)
 
     def _sweep(self) -> None:
         """2.4.16-2.4.20 ``ip_evictor``: whole sweeps over the 64 buckets.

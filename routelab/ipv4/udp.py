@@ -6,13 +6,17 @@ frees it after transmission.  How the kernel allocated those skbs decided
 whether a non-blocking sender could put an *incomplete* datagram on the wire
 ("Fragment flooding in 2.4.x/2.5.x", linux-kernel, June 2002):
 
-``"2.4.16"``
+``"2.4.19"`` (alias ``"2.4.16"``: the same code)
     ``ip_build_xmit_slow`` sends the highest offset first and allocates every
     fragment with ``sock_alloc_send_skb``, which fails (EAGAIN) once
     ``wmem_alloc >= sndbuf``: the tail fragments are already gone.
-``"2.4.22"``
-    DaveM's fix (Aug 2002): on a non-blocking send only the first fragment
-    allocated checks ``sndbuf``; the rest use a forced ``sock_wmalloc``.
+    Kernel: net/ipv4/ip_output.c ip_build_xmit_slow (vanilla 2.4.19,
+    bticino/linux-2.4.19-rmk7-pxa2-btweb; sources.md [V2419]).
+``"2.4.20"`` (alias ``"2.4.22"``, which kept it)
+    DaveM's fix, first in vanilla 2.4.20: on a non-blocking send only the
+    first fragment allocated checks ``sndbuf``; the rest use a forced
+    ``sock_wmalloc``.  Kernel: net/ipv4/ip_output.c ip_build_xmit_slow
+    (2.4.20, sndrzt/linux-2.4.20.lite @ 426c5ed).
 ``"2.6.11"``
     ``ip_append_data`` builds all fragments (ascending) before any is sent;
     the first checks ``sndbuf``, later ones are forced while
@@ -50,7 +54,10 @@ WMEM_DEFAULT_2611 = 256 * (SKB_STRUCT_BYTES + 256)
 #: include/net/sock.h (2048; from memory, unverified).
 SOCK_MIN_SNDBUF = 2048
 
-ALLOC_POLICIES = ("2.4.16", "2.4.22", "2.6.11")
+ALLOC_POLICIES = ("2.4.19", "2.4.20", "2.6.11")
+#: Older names of the two 2.4 policies (same code in those trees; sources.md
+#: "Story 3": 2.4.16 and 2.4.19 lack the fix, 2.4.20 and 2.4.22 have it).
+POLICY_ALIASES = {"2.4.16": "2.4.19", "2.4.22": "2.4.20"}
 
 
 class SendStatus(StrEnum):
@@ -61,6 +68,27 @@ class SendStatus(StrEnum):
     ENOBUFS = "ENOBUFS"  #: 2.6.11: later fragment over 2 * sndbuf; nothing sent
     EMSGSIZE = "EMSGSIZE"  #: datagram longer than 65535 bytes of IP
     WAIT = "WAIT"  #: blocking socket would sleep; call resume() after sock_wfree
+
+
+#: 2.4.19 i386 sizeof(struct sk_buff) with netfilter and CONFIG_NET_SCHED
+#: (sources.md "Story 3", counted from include/linux/skbuff.h; an estimate).
+SKB_STRUCT_2419 = 160
+#: Ethernet hard_header_len 14 rounded up to 16 (ip_build_xmit_slow's hh_len).
+HH_LEN_ETH = 16
+#: SMP_CACHE_BYTES for a PIII build (L1_CACHE_BYTES 32, CONFIG_M686): ASSUMED.
+CACHE_BYTES_2419 = 32
+
+
+def truesize_2419(size: int) -> int:
+    """``skb->truesize`` of one 2.4.19 fragment skb of ``size`` IP bytes.
+
+    Kernel: net/ipv4/ip_output.c ip_build_xmit_slow asks for fraglen +
+    hh_len + 15; net/core/skbuff.c alloc_skb (2.4.19) aligns the data to
+    SMP_CACHE_BYTES and adds sizeof(struct sk_buff): 1500 -> 1696 B.
+    """
+    n = int(size) + HH_LEN_ETH + 15
+    n = (n + CACHE_BYTES_2419 - 1) & ~(CACHE_BYTES_2419 - 1)
+    return n + SKB_STRUCT_2419
 
 
 def so_sndbuf(request: int, wmem_max: int = SK_WMEM_MAX) -> int:
@@ -120,7 +148,7 @@ class UdpSocket:
     """A UDP socket's send path with ``wmem_alloc`` accounting.
 
     Kernel: net/ipv4/udp.c udp_sendmsg; net/ipv4/ip_output.c
-    ip_build_xmit_slow (2.4.16, 2.4.22) and ip_append_data (2.6.11);
+    ip_build_xmit_slow (2.4.19, 2.4.20) and ip_append_data (2.6.11);
     net/core/sock.c sock_alloc_send_skb, sock_wmalloc, sock_wfree.
 
     Simplified: one destination and route (fixed ``mtu``), no IP options, no
@@ -135,29 +163,38 @@ class UdpSocket:
         ``sk->sndbuf`` in bytes (see :func:`so_sndbuf`); default 2.4's 65535.
     nonblocking : bool
         ``O_NONBLOCK``/``MSG_DONTWAIT`` (sunrpc sends this way).
-    alloc_policy : {"2.4.16", "2.4.22", "2.6.11"}
-        Which kernel's fragment allocation to model (module docstring).
+    alloc_policy : {"2.4.19", "2.4.20", "2.6.11"}
+        Which kernel's fragment allocation to model (module docstring);
+        ``"2.4.16"`` and ``"2.4.22"`` are accepted as aliases.
+    truesize : callable, optional
+        skb truesize of a fragment of ``size`` IP bytes (default
+        :func:`~routelab.ipv4.ip_fragment.skb_truesize`; the NFS client
+        passes 2.4.19's, :func:`truesize_2419`).
     mtu : int
         Path MTU in bytes, 68..65535.
     """
 
     __slots__ = (
-        "_next_id", "_pending", "alloc_policy", "mtu", "nonblocking", "sndbuf", "stats",
-        "wmem_alloc",
+        "_next_id", "_pending", "_plans", "_ts", "alloc_policy", "mtu", "nonblocking", "sndbuf",
+        "stats", "truesize", "wmem_alloc",
     )  # fmt: skip
 
     def __init__(
         self,
         sndbuf: int = SK_WMEM_MAX,
         nonblocking: bool = True,
-        alloc_policy: str = "2.4.22",
+        alloc_policy: str = "2.4.20",
         mtu: int = 1500,
+        truesize=None,
     ) -> None:
         self.sndbuf = _check_int("sndbuf", sndbuf, 1, 2**31 - 1)
         if not isinstance(nonblocking, bool):
             raise KnobError("nonblocking", nonblocking, "True or False")
+        alloc_policy = POLICY_ALIASES.get(alloc_policy, alloc_policy)
         if alloc_policy not in ALLOC_POLICIES:
             raise KnobError("alloc_policy", alloc_policy, f"one of {ALLOC_POLICIES}")
+        #: bytes charged per skb of ``size`` IP bytes (default skb_truesize)
+        self.truesize = skb_truesize if truesize is None else truesize
         self.nonblocking = nonblocking
         self.alloc_policy = alloc_policy
         self.mtu = _check_int("mtu", mtu, IPV4_MIN_MTU, IP_MAX_PACKET)
@@ -173,6 +210,8 @@ class UdpSocket:
             "frags_sent": 0,
         }
         self._next_id = 0
+        self._plans: dict = {}
+        self._ts: dict = {}
         self._pending: tuple[int, list[tuple[int, int, bool, bool]], int] | None = None
 
     @property
@@ -210,14 +249,18 @@ class UdpSocket:
             self.stats["emsgsize"] += 1
             return SendResult(SendStatus.EMSGSIZE, [], dgram_id, 0)
         self.stats["datagrams"] += 1
-        plan = fragment_plan(length + UDP_HLEN, self.mtu)
-        sizes = plan.payload_sizes()
-        frags, offset = [], 0  # (offset, payload, first, last), ascending
-        for i, size in enumerate(sizes):
-            frags.append((offset, size, i == 0, i == len(sizes) - 1))
-            offset += size
-        if self.alloc_policy != "2.6.11":
-            frags.reverse()  # ip_build_xmit_slow: highest offset first
+        frags = self._plans.get(length)
+        if frags is None:
+            plan = fragment_plan(length + UDP_HLEN, self.mtu)
+            sizes = plan.payload_sizes()
+            frags, offset = [], 0  # (offset, payload, first, last), ascending
+            for i, size in enumerate(sizes):
+                frags.append((offset, int(size), i == 0, i == len(sizes) - 1))
+                offset += int(size)
+            if self.alloc_policy != "2.6.11":
+                frags.reverse()  # ip_build_xmit_slow: highest offset first
+            frags = tuple(frags)
+            self._plans[length] = frags  # (the same cut for the same length)
         return self._build(dgram_id, frags, 0, now)
 
     def resume(self, now: float) -> SendResult:
@@ -268,10 +311,10 @@ class UdpSocket:
 
     def _checks_sndbuf(self, k: int) -> bool:
         """Whether the ``k``-th skb allocated goes through sock_alloc_send_skb."""
-        if k == 0 or self.alloc_policy == "2.4.16":
+        if k == 0 or self.alloc_policy == "2.4.19":
             return True
-        # DaveM's 2.4.22 fix forces later fragments only on non-blocking sends.
-        return self.alloc_policy == "2.4.22" and not self.nonblocking
+        # DaveM's 2.4.20 fix forces later fragments only on non-blocking sends.
+        return self.alloc_policy == "2.4.20" and not self.nonblocking
 
     def _build(
         self, dgram_id: int, frags: list[tuple[int, int, bool, bool]], start: int, now: float
@@ -280,7 +323,9 @@ class UdpSocket:
         for k in range(start, len(frags)):
             offset, payload, first, last = frags[k]
             size = IP_MIN_IHL + payload
-            truesize = skb_truesize(size)
+            truesize = self._ts.get(size)
+            if truesize is None:
+                truesize = self._ts[size] = self.truesize(size)
             checked = self._checks_sndbuf(k)
             if checked:
                 if not self.sock_alloc_send_skb(truesize):
@@ -317,5 +362,5 @@ class UdpSocket:
         else:
             stats["eagain"] += 1
             if k > 0:
-                stats["incomplete"] += 1  # 2.4.16: the earlier fragments are gone
+                stats["incomplete"] += 1  # 2.4.19: the earlier fragments are gone
         return SendResult(status, skbs, dgram_id, len(frags))

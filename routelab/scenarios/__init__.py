@@ -18,6 +18,7 @@ SCENARIOS = {
     "rcu": "routelab.scenarios.rcu",
     "frag": "routelab.scenarios.frag",
     "container": "routelab.scenarios.container",
+    "nfs": "routelab.scenarios.nfs",
 }
 
 

@@ -42,7 +42,7 @@ def fill_derived(values: dict, router) -> dict:
 
 
 def run_scenario(name: str, knobs: dict, build, given: dict, seed, ping_bytes, *,
-                 progress=None, summary=None) -> Result:
+                 progress=None, summary=None, bin_s: float | None = None) -> Result:
     """Validate knobs and seed, build the router and trace, run, annotate the result.
 
     ``ping_bytes`` (a knob name or a number) is the IP length of the echo
@@ -50,7 +50,8 @@ def run_scenario(name: str, knobs: dict, build, given: dict, seed, ping_bytes, *
     crossing the inside wire once -- is added to every RTT.  ``progress`` is
     passed to ``Router.run``; ``summary(res)``, if given, returns the
     scenario's own figures, kept as ``res.extra["scenario_summary"]`` (data:
-    ``Result.summary`` adds them).
+    ``Result.summary`` adds them).  ``bin_s``: the run's time bins (default
+    ``Router.run``'s).
     """
     import numpy as np
 
@@ -60,7 +61,11 @@ def run_scenario(name: str, knobs: dict, build, given: dict, seed, ping_bytes, *
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise KnobError("seed", seed, "a non-negative integer")
     router, trace = build(values, int(seed))
-    res = router.run(trace, values["duration"], progress=progress)
+    if bin_s is None:
+        res = router.run(trace, values["duration"], progress=progress)
+    else:
+        res = router.run(trace, values["duration"], progress=progress,
+                         bin_s=min(bin_s, values["duration"]))
     res.extra["scenario"] = name
     res.extra["knobs"] = fill_derived(values, router)
     res.extra["seed"] = int(seed)
