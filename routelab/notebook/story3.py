@@ -31,19 +31,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..hosts.nfs import WRITE_CALL_HDR
 from ..ipv4.ip_fragment import (
     IP_MIN_IHL,
-    RECEIVERS,
     RECEIVERS_ORDER,
     IpDatagram,
     IpDefrag,
     IpFragment,
     fragment_plan,
     ip_fragment,
-    skb_truesize,
 )
-from ..ipv4.udp import UDP_HLEN, SendStatus, UdpSocket
-from .plots import OKABE_ITO, new_figure, nice_ceiling
+from ..ipv4.udp import UDP_HLEN, SendStatus, UdpSocket, truesize_2419
+from .plots import OKABE_ITO, BlitRenderer, LiveFigure, fit_title, new_figure, nice_ceiling
+from .widgets import Explorer, control_for
 
 __all__ = [
     "NFS_WRITE_OVERHEAD",
@@ -66,15 +66,28 @@ __all__ = [
     "sendbuf_gauge",
     "survive_fraction",
     "woken_retry_room",
+    "NfsFigure",
+    "nfs_band",
+    "nfs_explorer",
+    "nfs_readout",
+    "nfs_run",
+    "nfs_table",
+    "pick_rpc",
+    "real_table",
+    "retry_room",
+    "rpc_attempts",
+    "rpc_table",
+    "rpc_timeline_figure",
 ]
 
 #: Trond's figures (stories.md s3, "calibrate"): the unpatched 2.4.19 client.
 REPORT = {"write_MBps": 2.0, "best_MBps": 2.5}
 
-#: ESTIMATE (sources.md, Story 3 "Sender"): the RPC header, credential and
-#: WRITE3args of one NFSv3 WRITE, ~136 B beside its 32 KiB of data; the exact
-#: bytes depend on the credential and the file handle.
-NFS_WRITE_OVERHEAD = 136
+#: The RPC header, credential and WRITE3args of one NFSv3 WRITE beside its
+#: 32 KiB of data: the ``nfs`` scenario's ASSUMED 164 B
+#: (``routelab.hosts.nfs.WRITE_CALL_HDR``; sources.md estimates ~136 B, and
+#: either gives 23 fragments).
+NFS_WRITE_OVERHEAD = WRITE_CALL_HDR
 
 RECEIVER_LABELS = {"linux-2.4.19": "Linux 2.4.19 (bucket sweep)",
                    "linux-2.4.22": "Linux 2.4.22 (LRU)",
@@ -93,7 +106,7 @@ def fragment_rows(udp_bytes: int = 32768, mtu: int = 1500, order: str = "descend
     Rows ``(k, offset, payload, mf, wire, truesize)``: ``k`` the send position,
     ``offset`` in bytes, ``payload`` IP payload bytes, ``mf`` the more-fragments
     bit, ``wire`` the IP bytes on the wire, ``truesize`` what the sender's skb
-    costs its socket (:func:`routelab.ipv4.ip_fragment.skb_truesize`).
+    costs its socket (2.4.19's, :func:`routelab.ipv4.udp.truesize_2419`).
     ``order="descending"`` is 2.4's ``ip_build_xmit_slow`` (highest offset first).
 
     Kernel: net/ipv4/ip_output.c ip_build_xmit_slow (2.4.19), via
@@ -107,7 +120,7 @@ def fragment_rows(udp_bytes: int = 32768, mtu: int = 1500, order: str = "descend
         off += size
     if order == "descending":
         rows.reverse()
-    return [(k, o, s, mf, IP_MIN_IHL + s, skb_truesize(IP_MIN_IHL + s))
+    return [(k, o, s, mf, IP_MIN_IHL + s, truesize_2419(IP_MIN_IHL + s))
             for k, (o, s, mf) in enumerate(rows)]
 
 
@@ -177,7 +190,7 @@ class Gauge:
     duration: float = 0.0
 
 
-def sendbuf_gauge(datagrams: int = 6, *, sndbuf: int = 65535, policy: str = "2.4.16",
+def sendbuf_gauge(datagrams: int = 6, *, sndbuf: int = 65535, policy: str = "2.4.19",
                   udp_bytes: int = 32768 + NFS_WRITE_OVERHEAD, link_mbps: float = 100.0,
                   build_s: float = 150e-6, mtu: int = 1500, until_s: float = 0.025) -> Gauge:
     """A non-blocking UDP sender with ``datagrams`` to send, in front of one link.
@@ -193,9 +206,10 @@ def sendbuf_gauge(datagrams: int = 6, *, sndbuf: int = 65535, policy: str = "2.4
     :func:`routelab.costs.wire_bytes`); each TX completion runs
     :meth:`UdpSocket.sock_wfree`.
 
-    ``policy`` is udp.py's ``alloc_policy``: ``"2.4.16"`` the unfixed sender
-    (every fragment through ``sock_alloc_send_skb``), ``"2.4.22"`` the fix
-    (only the first fragment built checks ``sndbuf``).
+    ``policy`` is udp.py's ``alloc_policy``: ``"2.4.19"`` the unfixed sender
+    (every fragment through ``sock_alloc_send_skb``), ``"2.4.20"`` the fix
+    (only the first fragment built checks ``sndbuf``).  Truesizes are
+    2.4.19's (:func:`routelab.ipv4.udp.truesize_2419`), as in the NFS client.
 
     The run stops when everything is sent or at ``until_s`` seconds (a
     sender whose woken retry never fits would otherwise go on for ever).
@@ -204,7 +218,8 @@ def sendbuf_gauge(datagrams: int = 6, *, sndbuf: int = 65535, policy: str = "2.4
     """
     from ..costs import wire_bytes
 
-    sock = UdpSocket(sndbuf=sndbuf, nonblocking=True, alloc_policy=policy, mtu=mtu)
+    sock = UdpSocket(sndbuf=sndbuf, nonblocking=True, alloc_policy=policy, mtu=mtu,
+                     truesize=truesize_2419)
     bps = link_mbps * 1e6
     queue: list = []            # skbs waiting for the link, FIFO
     t_link = 0.0                # when the link finishes its current frame
@@ -314,10 +329,11 @@ def gauge_figure(gauges: dict[str, Gauge]):
 
 
 def woken_retry_room(sndbuf: int = 65535, udp_bytes: int = 32768 + NFS_WRITE_OVERHEAD,
-                     policy: str = "2.4.16", mtu: int = 1500) -> dict:
+                     policy: str = "2.4.19", mtu: int = 1500) -> dict:
     """How many fragments a retry woken at exactly ``sndbuf / 2`` can allocate
     if nothing drains while it builds (``udp.py``'s own accounting)."""
-    sock = UdpSocket(sndbuf=sndbuf, nonblocking=True, alloc_policy=policy, mtu=mtu)
+    sock = UdpSocket(sndbuf=sndbuf, nonblocking=True, alloc_policy=policy, mtu=mtu,
+                     truesize=truesize_2419)
     sock.wmem_alloc = sndbuf // 2
     res = sock.sendmsg(udp_bytes, 0.0)
     rows = fragment_rows(udp_bytes, mtu)
@@ -548,8 +564,299 @@ def real_table(cmp: dict) -> str:
     return head + "\n" + frag_real.format_table(cmp).split("\n", 2)[2]
 
 
-# -- the explorer's readout helpers (NFS) ------------------------------------------------------
+# -- 6. NFS over UDP: one RPC on a timeline -------------------------------------------------
 
-def _esc(x) -> str:
-    return html.escape(str(x))
+def nfs_run(**knobs):
+    """:func:`routelab.scenarios.nfs.run` with a trace (``trace=True``)."""
+    from ..scenarios import nfs
+
+    return nfs.run(**{"trace": True, **knobs})
+
+
+def _events(res) -> dict:
+    tr = res.nfs_trace
+    e = tr["events"]
+    names = list(tr["event_names"])
+    return {"t": e["t_s"], "xid": e["xid"], "attempt": e["attempt"],
+            "event": np.asarray([names[int(c)] for c in e["event"]]),
+            "off": e["frag_offset"], "idx": e["frag_index"]}
+
+
+def pick_rpc(res, min_failed: int = 2) -> int:
+    """The xid of the first WRITE whose first ``min_failed`` attempts were cut
+    short by EAGAIN and which later went out whole (the timeline's example)."""
+    ev = _events(res)
+    eag = ev["xid"][ev["event"] == "eagain"]
+    xids, counts = np.unique(eag, return_counts=True)
+    replied = set(ev["xid"][ev["event"] == "reply"].tolist())
+    for x, c in zip(xids.tolist(), counts.tolist(), strict=True):
+        if c >= min_failed and x in replied:
+            return int(x)
+    if xids.size:
+        return int(xids[0])
+    raise ValueError("no RPC of this run was cut short by EAGAIN")
+
+
+def rpc_attempts(res, xid: int) -> list[dict]:
+    """Per attempt of one RPC: when it started, the fragments it put on the
+    wire (send position, offset, time), how it ended, and the server's verdict."""
+    ev = _events(res)
+    m = ev["xid"] == xid
+    srv = res.nfs_trace["server"]
+    verdict = {int(a): (str(o), int(n)) for x, a, n, o in
+               zip(srv["xid"].tolist(), srv["attempt"].tolist(),
+                   srv["fragments_arrived"].tolist(), srv["outcome"].tolist(), strict=True)
+               if x == xid}
+    out = []
+    for a in np.unique(ev["attempt"][m]).tolist():
+        sel = m & (ev["attempt"] == a)
+        kinds = ev["event"][sel]
+        tx = sel & (ev["event"] == "frag_tx")
+        ends = [k for k in kinds.tolist() if k in ("eagain", "reply", "timeout")]
+        out.append({"attempt": int(a), "t0": float(ev["t"][sel].min()),
+                    "frag_t": ev["t"][tx], "frag_off": ev["off"][tx], "frag_idx": ev["idx"][tx],
+                    "end": ends[0] if ends else "sent whole",
+                    "t_end": float(ev["t"][sel].max()),
+                    "server": verdict.get(int(a), ("not seen", 0))})
+    return out
+
+
+def rpc_table(res, xid: int) -> str:
+    """One line per attempt of RPC ``xid``."""
+    rows = rpc_attempts(res, xid)
+    t0 = rows[0]["t0"]
+    head = (f"{'attempt':>7} {'start [ms]':>10} {'fragments out':>13} {'lowest offset':>13}  "
+            f"{'sender saw':<11} server")
+    out = [f"WRITE xid {xid}", head, "-" * (len(head) + 12)]
+    for r in rows:
+        n = r["frag_off"].size
+        low = f"{int(r['frag_off'].min()):,}" if n else "-"
+        end = {"eagain": "EAGAIN", "reply": "reply", "timeout": "timeout"}.get(r["end"],
+                                                                               r["end"])
+        out.append(f"{r['attempt']:>7} {(r['t0'] - t0) * 1e3:>10.2f} {n:>10} /23 {low:>13}  "
+                   f"{end:<11} {r['server'][0]} ({r['server'][1]} fragments arrived)")
+    return "\n".join(out)
+
+
+def rpc_timeline_figure(res, xid: int):
+    """One RPC's fragments on a timeline (offset against time, one marker per
+    attempt) above the send-buffer gauge of the same stretch.  Returns
+    ``(fig, alt)``."""
+    rows = rpc_attempts(res, xid)
+    t0 = rows[0]["t0"]
+    t1 = max(r["t_end"] for r in rows) + 0.5e-3
+    fig, (a, b) = new_figure(2, 1, size=(7.4, 5.2), sharex=True,
+                             gridspec_kw=dict(height_ratios=(1.5, 1.0)))
+    marks = ["x", "o", "s", "^", "v", "D", "P", "*"]
+    colors = [OKABE_ITO[k] for k in ("vermillion", "orange", "reddish_purple", "sky_blue",
+                                      "yellow", "black")]
+    parts = []
+    for i, r in enumerate(rows):
+        ok = r["server"][0] == "completed"
+        col = OKABE_ITO["bluish_green"] if ok else colors[i % len(colors)]
+        a.plot((r["frag_t"] - t0) * 1e3, r["frag_off"] / 1024, marks[i % len(marks)],
+               color=col, markersize=4, linestyle="none",
+               markerfacecolor="none" if not ok else col,
+               label=f"attempt {r['attempt']}: {r['frag_off'].size} of 23 out"
+                     + (" (rebuilt)" if ok else " (never rebuilt)"))
+        parts.append(f"attempt {r['attempt']} puts {r['frag_off'].size} of 23 fragments on the "
+                     f"wire, " + ("the server rebuilds it" if ok else
+                                  "none at offset 0, so the server can never rebuild it"))
+    a.axhline(0, color=OKABE_ITO["black"], linewidth=0.8)
+    a.set_ylabel("fragment offset [KiB]")
+    a.set_ylim(-1.5, 34)
+    a.set_title(f"One 32 KiB WRITE (xid {xid}): which fragments leave, attempt by attempt")
+    a.legend(fontsize=7, loc="upper right", ncols=1)
+    g = res.nfs_trace["gauge"]
+    sel = (g["t_s"] >= t0 - 1e-3) & (g["t_s"] <= t1)
+    b.step((g["t_s"][sel] - t0) * 1e3, g["wmem_alloc"][sel] / 1024, where="post",
+           color=OKABE_ITO["blue"], linewidth=1.1, label="wmem_alloc")
+    sb = int(g["sndbuf"][0]) if g["sndbuf"].size else 65535
+    b.axhline(sb / 1024, color=OKABE_ITO["black"], linewidth=1.0, label="sndbuf")
+    b.axhline(sb / 2048, color=OKABE_ITO["orange"], linewidth=1.0, linestyle="--",
+              label="wake-up line")
+    b.set_ylim(0, nice_ceiling(sb / 1024 * 1.25))
+    b.set_ylabel("send buffer\ncharged [KiB]")
+    b.set_xlabel("time since the WRITE's first attempt [ms]")
+    b.set_xlim(-0.5, (t1 - t0) * 1e3)
+    b.legend(fontsize=7, loc="upper right", ncols=3)
+    alt = (f"Top: fragment offsets against time for each attempt of WRITE {xid}; "
+           + "; ".join(parts) + ". Bottom: the socket's send-buffer charge over the same "
+           f"{(t1 - t0) * 1e3:.0f} ms, against sndbuf {sb:,} B and the wake-up line at half.")
+    return fig, alt
+
+
+def retry_room(res) -> dict:
+    """Fragments a *woken* retry got out before EAGAIN, over a whole run:
+    ``{"counts": array, "whole": n retries that went out whole}``."""
+    ev = _events(res)
+    rs = ev["event"] == "resend"      # (logged with the attempt that failed)
+    resend = {(int(x), int(a) + 1) for x, a in zip(ev["xid"][rs].tolist(),
+                                                   ev["attempt"][rs].tolist(), strict=True)}
+    eag = ev["event"] == "eagain"
+    counts = [int(i) for x, a, i in zip(ev["xid"][eag].tolist(), ev["attempt"][eag].tolist(),
+                                        ev["idx"][eag].tolist(), strict=True)
+              if (x, a) in resend]
+    tx = ev["event"] == "frag_tx"
+    failed = {(int(x), int(a)) for x, a in zip(ev["xid"][eag].tolist(),
+                                               ev["attempt"][eag].tolist(), strict=True)}
+    sent = {(int(x), int(a)) for x, a in zip(ev["xid"][tx].tolist(), ev["attempt"][tx].tolist(),
+                                             strict=True)}
+    whole = len((resend & sent) - failed)
+    return {"counts": np.asarray(counts, dtype=int), "whole": whole, "tried": len(resend)}
+
+
+# -- 7. model next to the report, the fix ------------------------------------------------
+
+def nfs_band(seeds=(1, 2, 3), **knobs) -> dict:
+    """``write_MBps`` over seeds: ``{"runs": [summary...], "mean", "min", "max"}``."""
+    from ..scenarios import nfs
+
+    runs = [nfs.run(seed=s, **knobs).summary() for s in seeds]
+    w = np.array([r["write_MBps"] for r in runs])
+    return {"runs": runs, "mean": float(w.mean()), "min": float(w.min()),
+            "max": float(w.max()), "seeds": tuple(seeds), "knobs": knobs}
+
+
+def nfs_table(runs: dict) -> str:
+    """Summary keys side by side for labelled runs (``{label: summary}``)."""
+    keys = ("write_MBps", "elapsed_s", "rpcs", "rpc_resends", "rpc_timeouts",
+            "datagrams_incomplete", "fragments_sent", "fragments_wasted", "reasm_oks",
+            "reasm_fails", "link_util_pct", "client_cpu_pct")
+    w = max(len(k) for k in keys)
+    labels = list(runs)
+    cw = max(12, *(len(lab) for lab in labels))
+    out = [f"{'':<{w}} " + " ".join(f"{lab:>{cw}}" for lab in labels)]
+    for k in keys:
+        vals = []
+        for lab in labels:
+            v = runs[lab][k]
+            vals.append(f"{v:>{cw},.2f}" if isinstance(v, float) else f"{v:>{cw},}")
+        out.append(f"{k:<{w}} " + " ".join(vals))
+    return "\n".join(out)
+
+
+# -- 8. the explorer ------------------------------------------------------------------------
+
+class NfsFigure(LiveFigure):
+    """Two panels: the send-buffer gauge over the run's first ``window_ms``,
+    and the data the server has acknowledged over time."""
+
+    def __init__(self, window_ms: float = 40.0, size: tuple[float, float] = (8.4, 4.6)) -> None:
+        fig, (a, b) = new_figure(2, 1, size=size, layout=None,
+                                 gridspec_kw=dict(left=0.10, right=0.97, bottom=0.11,
+                                                  top=0.84, hspace=0.55))
+        self.fig, self.ax_g, self.ax_w, self.window_ms = fig, a, b, window_ms
+        a.set_title(f"Send buffer, first {window_ms:g} ms")
+        a.set_xlabel("time [ms]")
+        a.set_ylabel("charged [KiB]")
+        (self.gauge,) = a.plot([], [], color=OKABE_ITO["blue"], linewidth=1.0,
+                               drawstyle="steps-post", label="wmem_alloc")
+        self.sndbuf = a.axhline(64, color=OKABE_ITO["black"], linewidth=1.0, label="sndbuf")
+        self.wake = a.axhline(32, color=OKABE_ITO["orange"], linewidth=1.0, linestyle="--",
+                              label="wake-up line")
+        (self.eagain,) = a.plot([], [], "x", color=OKABE_ITO["vermillion"], markersize=5,
+                                linestyle="none", label="EAGAIN")
+        a.legend(loc="upper right", fontsize=7, ncols=4)
+        a.set_xlim(0, window_ms)
+        b.set_title("File data the server has acknowledged")
+        b.set_xlabel("time [s]")
+        b.set_ylabel("written [MB]")
+        (self.acked,) = b.plot([], [], color=OKABE_ITO["bluish_green"], linewidth=1.4,
+                               drawstyle="steps-post", label="model")
+        (self.report,) = b.plot([], [], color=OKABE_ITO["black"], linewidth=0.9,
+                                linestyle=":", label="2 MB/s (the report)")
+        b.legend(loc="upper left", fontsize=7)
+        self.title = fig.suptitle(" ")
+        self._alt = ""
+        self._blit = BlitRenderer(fig, [self.gauge, self.sndbuf, self.wake, self.eagain,
+                                        self.acked, self.report, self.title])
+
+    def update(self, res) -> None:
+        tr = res.nfs_trace
+        g = tr["gauge"]
+        w = self.window_ms / 1e3
+        sel = g["t_s"] <= w
+        self.gauge.set_data(g["t_s"][sel] * 1e3, g["wmem_alloc"][sel] / 1024)
+        k = res.extra["knobs"]
+        sb = k["sndbuf"]
+        self.sndbuf.set_ydata([sb / 1024] * 2)
+        self.wake.set_ydata([sb / 2048] * 2)
+        top = max(sb, int(g["wmem_alloc"][sel].max()) if sel.any() else 0)
+        self.ax_g.set_ylim(0, nice_ceiling(top / 1024 * 1.3))
+        ev = _events(res)
+        e = (ev["event"] == "eagain") & (ev["t"] <= w)
+        et = ev["t"][e]
+        self.eagain.set_data(et * 1e3, np.interp(et, g["t_s"], g["wmem_alloc"]) / 1024
+                             if g["t_s"].size else et)
+        rep = ev["event"] == "reply"
+        rt = np.sort(ev["t"][rep])
+        s = res.summary()
+        per = k["wsize"] / 1e6
+        self.acked.set_data(np.r_[0.0, rt], np.r_[0.0, np.arange(1, rt.size + 1) * per])
+        end = max(s["elapsed_s"], float(rt[-1]) if rt.size else 0.0, 1e-3)
+        self.report.set_data([0, end], [0, REPORT["write_MBps"] * end])
+        self.ax_w.set_xlim(0, nice_ceiling(end, floor=0.1))
+        self.ax_w.set_ylim(0, nice_ceiling(max(rt.size * per, 0.1) * 1.15, floor=0.1))
+        fit_title(self.title, f"client {k['kernel']} ({k['frag_alloc']}), sndbuf {sb:,} B, "
+                              f"wsize {k['wsize']:,}, server {k['server']}, cwnd {k['cwnd']}, "
+                              f"timer {k['rpc_timer']}, loss {k['loss_pct']:g} %")
+        self._alt = (f"{self.title.get_text()}. Top: the send buffer in the first "
+                     f"{self.window_ms:g} ms, {int(e.sum())} EAGAINs, peak "
+                     f"{top:,} B against sndbuf {sb:,} B. Bottom: {rt.size} replies; "
+                     f"{s['write_MBps']:.2f} MB/s over {s['elapsed_s']:.2f} s, against the "
+                     "report's 2 MB/s line.")
+
+    def _limit_axes(self) -> list:
+        return [self.ax_g, self.ax_w]
+
+
+def nfs_readout(res) -> str:
+    """The explorer's one-line readout (HTML)."""
+    s = res.summary()
+    k = res.extra["knobs"]
+    wasted = s["fragments_wasted"] / max(s["fragments_sent"], 1)
+    return (f"<b>{html.escape(k['kernel'])}</b> {html.escape(k['frag_alloc'])}, sndbuf "
+            f"{k['sndbuf']:,} B | write <b>{s['write_MBps']:.2f} MB/s</b> (report ~2) | "
+            f"resends after EAGAIN {s['rpc_resends']:,}, RPC timeouts {s['rpc_timeouts']:,} | "
+            f"datagrams cut short {s['datagrams_incomplete']:,} | fragments wasted "
+            f"<b>{wasted:.0%}</b> of {s['fragments_sent']:,} | link {s['link_util_pct']:.0f} % "
+            f"busy, client CPU {s['client_cpu_pct']:.0f} %")
+
+
+def nfs_explorer(*, file_mb: float = 2.0, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+    """Notebook 03's explorer: the NFS write with its main knobs, re-simulated per move.
+
+    Controls: frame loss, ``sndbuf``, ``wsize``, ``frag_alloc``, the server's
+    reassembly, sunrpc's congestion window and retransmit timer.  Each move
+    writes a ``file_mb`` file (2 MiB: a move takes ~0.1-0.4 s here,
+    ``benchmarks/bench_sliders.py``) with the 2.4.19 client and redraws the
+    send-buffer gauge and the acknowledged data.
+    """
+    from ..scenarios import nfs
+
+    K = nfs.KNOBS
+    controls = [
+        control_for(K["loss_pct"], description="frame loss", min=0.0, max=5.0, step=0.1,
+                    value=start.get("loss_pct")),
+        control_for(K["sndbuf"], description="sndbuf", min=8192, max=1_068_160, step=4096,
+                    value=start.get("sndbuf", 65535)),
+        control_for(K["wsize"], description="wsize", min=4096, max=32768, step=4096,
+                    value=start.get("wsize")),
+        control_for(K["frag_alloc"], description="fragment allocation",
+                    options=list(nfs.FRAG_ALLOC),
+                    value=start.get("frag_alloc", "sock-alloc-send-skb")),
+        control_for(K["server"], description="server", value=start.get("server")),
+        control_for(K["cwnd"], description="congestion window", value=start.get("cwnd")),
+        control_for(K["rpc_timer"], description="RPC timer", value=start.get("rpc_timer")),
+    ]
+    fig = NfsFigure()
+
+    def update(**values) -> tuple[str, str]:
+        res = nfs.run(seed=seed, file_mb=file_mb, trace=True, **values)
+        fig.update(res)
+        return nfs_readout(res), fig.alt
+
+    return Explorer(controls, update, fig.fig, dpi=dpi, render=lambda: fig.render_png(dpi),
+                    title="Explorer: NFS writes over UDP from a 2.4.19 client")
 
