@@ -136,11 +136,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="passes over each control's values")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sliders.json")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="measure only this explorer (repeatable); the other explorers' "
+                         "stored results in --out are kept")
     args = ap.parse_args(argv)
+    unknown = sorted(set(args.only) - set(EXPLORERS))
+    if unknown:
+        ap.error(f"no explorer {unknown[0]!r}; known: {', '.join(EXPLORERS)}")
     load_before = os.getloadavg()
     results = {}
     for name, build in EXPLORERS.items():
-        results[name] = bench_explorer(name, build, args.repeat)
+        if not args.only or name in args.only:
+            results[name] = bench_explorer(name, build, args.repeat)
     load_after = os.getloadavg()
 
     print(f"slider latency (value change -> finished redraw), target median <= "
@@ -158,6 +165,9 @@ def main(argv=None) -> int:
                 print(f"    error: {e}")
         print(f"{name:<22} {'(build)':<15} {'':>3} {r['build_s']:>9.3f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.only and args.out.exists():      # keep the explorers not measured this time
+        old = json.loads(args.out.read_text(encoding="utf-8")).get("explorers", {})
+        results = {**{k: v for k, v in old.items() if k in EXPLORERS}, **results}
     doc = {"target_median_s": TARGET_MEDIAN_S, "targets": TARGETS,
            "python": platform.python_version(),
            "machine": platform.machine(), "cpus": os.cpu_count(),

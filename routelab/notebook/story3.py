@@ -745,7 +745,7 @@ class NfsFigure(LiveFigure):
     def __init__(self, window_ms: float = 40.0, size: tuple[float, float] = (8.4, 4.6)) -> None:
         fig, (a, b) = new_figure(2, 1, size=size, layout=None,
                                  gridspec_kw=dict(left=0.10, right=0.97, bottom=0.11,
-                                                  top=0.84, hspace=0.55))
+                                                  top=0.78, hspace=0.62))
         self.fig, self.ax_g, self.ax_w, self.window_ms = fig, a, b, window_ms
         a.set_title(f"Send buffer, first {window_ms:g} ms")
         a.set_xlabel("time [ms]")
@@ -797,7 +797,8 @@ class NfsFigure(LiveFigure):
         end = max(s["elapsed_s"], float(rt[-1]) if rt.size else 0.0, 1e-3)
         self.report.set_data([0, end], [0, REPORT["write_MBps"] * end])
         self.ax_w.set_xlim(0, nice_ceiling(end, floor=0.1))
-        self.ax_w.set_ylim(0, nice_ceiling(max(rt.size * per, 0.1) * 1.15, floor=0.1))
+        total = k["file_mb"] * (1 << 20) / 1e6
+        self.ax_w.set_ylim(0, nice_ceiling(max(rt.size * per, total) * 1.15, floor=0.1))
         fit_title(self.title, f"client {k['kernel']} ({k['frag_alloc']}), sndbuf {sb:,} B, "
                               f"wsize {k['wsize']:,}, server {k['server']}, cwnd {k['cwnd']}, "
                               f"timer {k['rpc_timer']}, loss {k['loss_pct']:g} %")
@@ -816,22 +817,33 @@ def nfs_readout(res) -> str:
     s = res.summary()
     k = res.extra["knobs"]
     wasted = s["fragments_wasted"] / max(s["fragments_sent"], 1)
+    limit = float(k.get("duration", float("inf")))
+    if s["elapsed_s"] >= limit - 1e-9:
+        ev = _events(res)
+        acked = int((ev["event"] == "reply").sum()) * k["wsize"] / 1e6
+        rate = (f"<b>not written in {limit:g} s</b>: {acked:.2f} of "
+                f"{k['file_mb'] * 1.048576:.2f} MB acknowledged")
+    else:
+        rate = f"write <b>{s['write_MBps']:.2f} MB/s</b> (report ~2)"
     return (f"<b>{html.escape(k['kernel'])}</b> {html.escape(k['frag_alloc'])}, sndbuf "
-            f"{k['sndbuf']:,} B | write <b>{s['write_MBps']:.2f} MB/s</b> (report ~2) | "
+            f"{k['sndbuf']:,} B | {rate} | "
             f"resends after EAGAIN {s['rpc_resends']:,}, RPC timeouts {s['rpc_timeouts']:,} | "
             f"datagrams cut short {s['datagrams_incomplete']:,} | fragments wasted "
             f"<b>{wasted:.0%}</b> of {s['fragments_sent']:,} | link {s['link_util_pct']:.0f} % "
             f"busy, client CPU {s['client_cpu_pct']:.0f} %")
 
 
-def nfs_explorer(*, file_mb: float = 2.0, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+def nfs_explorer(*, file_mb: float = 2.0, seed: int = 1, dpi: int = 64, limit_s: float = 3.0,
+                 **start) -> Explorer:
     """Notebook 03's explorer: the NFS write with its main knobs, re-simulated per move.
 
     Controls: frame loss, ``sndbuf``, ``wsize``, ``frag_alloc``, the server's
     reassembly, sunrpc's congestion window and retransmit timer.  Each move
     writes a ``file_mb`` file (2 MiB: a move takes ~0.1-0.4 s here,
     ``benchmarks/bench_sliders.py``) with the 2.4.19 client and redraws the
-    send-buffer gauge and the acknowledged data.
+    send-buffer gauge and the acknowledged data.  A run stops after
+    ``limit_s`` simulated seconds (a ``sndbuf`` below one datagram never gets a
+    WRITE through with the unfixed sender); the readout then says so.
     """
     from ..scenarios import nfs
 
@@ -853,7 +865,7 @@ def nfs_explorer(*, file_mb: float = 2.0, seed: int = 1, dpi: int = 64, **start)
     fig = NfsFigure()
 
     def update(**values) -> tuple[str, str]:
-        res = nfs.run(seed=seed, file_mb=file_mb, trace=True, **values)
+        res = nfs.run(seed=seed, file_mb=file_mb, trace=True, duration=limit_s, **values)
         fig.update(res)
         return nfs_readout(res), fig.alt
 
