@@ -320,8 +320,8 @@ def gauge_figure(gauges: dict[str, Gauge]):
         ax.set_title(label)
         ax.legend(loc="upper right", fontsize=7, ncols=2)
         ax.set_xlim(0, tmax)
-        parts.append(f"{label}: {g.delivered} datagrams whole, {g.incomplete} cut short, "
-                     f"peak {g.wmem.max():,} B charged against sndbuf {g.sndbuf:,} B")
+        parts.append(f"{label}: {g.delivered} datagrams sent whole, {g.incomplete} attempts "
+                     f"cut short, peak {g.wmem.max():,} B charged against sndbuf {g.sndbuf:,} B")
     axes[-1].set_xlabel("time [ms]")
     alt = ("Socket send-buffer gauge (bytes charged, wmem_alloc) over time while a sender "
            "pushes 32 KiB datagrams into a 100 Mbit/s link; " + "; ".join(parts) + ".")
