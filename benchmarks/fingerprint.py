@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from routelab.scenarios import container, frag, ping, rcu, worm
+from routelab.scenarios import container, frag, nfs, ping, rcu, worm
 
 CASES = [
     ("ping", ping.run, dict(duration=2.0, background_pps=20000)),
@@ -50,6 +50,12 @@ CASES = [
     ("container host", container.run, dict(duration=0.1, path="host")),
     ("container skip csum", container.run, dict(duration=0.1, cow="skip",
                                                 pair_features="LLTX,HW_CSUM,SG,HIGHDMA")),
+    ("nfs 2.4.19", nfs.run, dict(file_mb=1.0, duration=20.0)),
+    ("nfs 2.4.20 txq 20 loss", nfs.run, dict(file_mb=1.0, duration=20.0, kernel="2.4.20",
+                                             txqueuelen=20, loss_pct=0.5)),
+    ("nfs server 2.4.19 own transport", nfs.run, dict(file_mb=1.0, duration=20.0,
+                                                      server="linux-2.4.19", cwnd="2.4.19",
+                                                      rpc_timer="fixed")),
 ]
 
 

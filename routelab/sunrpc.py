@@ -144,16 +144,21 @@ class FixedTimer:
         self.retrans = int(retrans)
         self.majors = 0
 
-    def new_request(self) -> dict:
+    def new_request(self, cls: int = 4) -> dict:
+        """A request's timeout state; ``cls`` is its procedure's timer class
+        (fs/nfs/nfs3xdr.c 2.4.20: WRITE 4, COMMIT 5; used by :class:`RttTimer`)."""
         return {"initval": self.timeo, "current": self.timeo, "retries": self.retrans,
-                "resent": False}
+                "resent": False, "cls": int(cls)}
 
     def rto(self, st: dict) -> float:
         """The timer a (re)transmitted request is armed with."""
         return st["current"]
 
     def timeout(self, st: dict) -> bool:
-        """A reply timeout (xprt_timer, then call_timeout): see :meth:`adjust`."""
+        """A reply timeout (xprt_timer, then call_timeout): the request counts
+        as resent (``rq_nresend``++, which only xprt_timer does: a resend after
+        EAGAIN is not one), then :meth:`adjust`."""
+        st["resent"] = True
         return self.adjust(st)
 
     def adjust(self, st: dict) -> bool:
@@ -161,7 +166,6 @@ class FixedTimer:
         2.4.20): True for a minor timeout, False for a major one (after which
         call_timeout restarts the retry count).  Alone (without
         :meth:`timeout`) for a sleep for write space that timed out."""
-        st["resent"] = True
         mx = RPC_MAX_UDP_TIMEOUT
         minor = st["retries"] > 0
         if minor:
@@ -188,54 +192,80 @@ class RttTimer(FixedTimer):
     srtt starts at (timeo - HZ/5) << 3 jiffies and sdrtt at HZ/5, so the
     first RTO is ``timeo``; a sample m (jiffies, at least 1) updates
     srtt += m - srtt/8 and sdrtt += |m - srtt/8| - sdrtt/4 (floor
-    RPC_RTO_MIN); RTO = srtt/8 + sdrtt, capped at 60 s.  Karn: only
-    requests never resent are sampled.  net/sunrpc/xprt.c xprt_timer with
+    RPC_RTO_MIN); RTO = srtt/8 + sdrtt, capped at 60 s.  Karn
+    (xprt_complete_rqst, 2.4.20): only requests with ``rq_nresend == 0``
+    are sampled -- ``rq_nresend`` counts reply timeouts only, so a request
+    sent again after EAGAIN is sampled, from its last transmission
+    (``rq_xtime`` is set at every do_xprt_transmit).  net/sunrpc/xprt.c xprt_timer with
     xprt_expbackoff: a timer that fires before the request has seen
     2**min(ntimeouts, 8) RTOs is re-armed and is not a timeout; ntimeouts
     is per client, +1 per real timeout, cleared by any reply.  Everything
     is in jiffies at HZ = 100 (integer arithmetic as the kernel's).
-    Simplified: one timer class (all requests are WRITEs).
+    Each timer class has its own srtt/sdrtt (include/linux/sunrpc/timer.h:
+    arrays of 5), so COMMITs (class 5) learn their own, longer, times;
+    ntimeouts is shared.
     """
 
     kind = "rtt"
 
     def __init__(self, timeo_s: float, retrans: int) -> None:
         super().__init__(timeo_s, retrans)
-        t = int(round(timeo_s * HZ))
-        self.srtt = max(t - HZ // 5, 0) << 3
-        self.sdrtt = HZ // 5
+        self._init_j = int(round(timeo_s * HZ))
+        self.est: dict[int, list[int]] = {}     # class -> [srtt << 3, sdrtt] (jiffies)
         self.ntimeouts = 0
         self.samples = 0
 
-    def rto_base(self) -> float:
-        rto = (self.srtt >> 3) + self.sdrtt
+    def _e(self, cls: int) -> list[int]:
+        e = self.est.get(cls)
+        if e is None:   # rpc_init_rtt: srtt = (timeo - HZ/5) << 3, sdrtt = HZ/5
+            e = self.est[cls] = [max(self._init_j - HZ // 5, 0) << 3, HZ // 5]
+        return e
+
+    @property
+    def srtt(self) -> int:
+        """The WRITE class's smoothed RTT (jiffies << 3)."""
+        return self._e(4)[0]
+
+    @property
+    def sdrtt(self) -> int:
+        return self._e(4)[1]
+
+    def rto_base(self, cls: int = 4) -> float:
+        srtt, sdrtt = self._e(cls)
+        rto = (srtt >> 3) + sdrtt
         return min(rto / HZ, RPC_RTO_MAX, RPC_MAX_UDP_TIMEOUT)
 
     def rto(self, st: dict) -> float:
         """The RTO times the backoff: xprt_expbackoff re-arms the timer until
         the request has waited 2**min(ntimeouts, 8) RTOs (the same deadline,
         armed at once here)."""
-        return max(self.rto_base(), 1.0 / HZ) * (1 << min(self.ntimeouts, XPRT_MAX_BACKOFF))
+        return max(self.rto_base(st["cls"]), 1.0 / HZ) * \
+            (1 << min(self.ntimeouts, XPRT_MAX_BACKOFF))
 
     def timeout(self, st: dict) -> bool:
         """xprt_timer (2.4.20): rpc_inc_timeo, then call_timeout's adjustment."""
         self.ntimeouts += 1
+        st["resent"] = True
         return self.adjust(st)
 
     def sample(self, st: dict, rtt: float) -> None:
+        """rpc_update_rtt for the request's class (not if a reply timed out)."""
         if st["resent"]:
             return
+        e = self._e(st["cls"])
+        srtt, sdrtt = e
         m = int(rtt * HZ)
         if m <= 0:
             m = 1
-        m -= self.srtt >> 3
-        self.srtt += m
+        m -= srtt >> 3
+        srtt += m
         if m < 0:
             m = -m
-        m -= self.sdrtt >> 2
-        self.sdrtt += m
-        if self.sdrtt < RPC_RTO_MIN_J:
-            self.sdrtt = RPC_RTO_MIN_J
+        m -= sdrtt >> 2
+        sdrtt += m
+        if sdrtt < RPC_RTO_MIN_J:
+            sdrtt = RPC_RTO_MIN_J
+        e[0], e[1] = srtt, sdrtt
         self.samples += 1
 
     def reply(self) -> None:

@@ -139,3 +139,25 @@ def test_commit_every_mebibyte():
     c = r.counters["hosts"]["local/17"]
     assert c["writer_stalls"] == 3
     assert r.summary()["rpcs"] == 128 + 4          # 128 WRITEs, 3 COMMITs at the limit + 1
+
+
+def test_woken_only_below_half_the_send_buffer_and_resent_whole():
+    r = _run(trace=True, file_mb=1)
+    tr = r.nfs_trace
+    ev, g = tr["events"], tr["gauge"]
+    names = tr["event_names"]
+    wake = ev["event"] == names.index("wake")
+    assert wake.sum() == r.counters["hosts"]["local/17"]["wakeups"] > 0
+    sndbuf = int(g["sndbuf"][0])
+    for t in ev["t_s"][wake]:
+        i = np.searchsorted(g["t_s"], t, side="right") - 1
+        assert 2 * g["wmem_alloc"][i] < sndbuf
+    # every resend is a new attempt of the same XID, started from the top
+    # (highest offset first) with a new IP ID
+    send = ev["event"] == names.index("send")
+    xa = list(zip(ev["xid"][send].tolist(), ev["attempt"][send].tolist(), strict=True))
+    assert len(set(xa)) == len(xa)
+    by_xid: dict = {}
+    for x, a in xa:
+        by_xid.setdefault(x, []).append(a)
+    assert all(v == list(range(1, len(v) + 1)) for v in by_xid.values())

@@ -150,3 +150,29 @@ def test_writeable_at_half_the_buffer():
 def test_old_policy_names_are_aliases():
     assert UdpSocket(alloc_policy="2.4.16").alloc_policy == "2.4.19"
     assert UdpSocket(alloc_policy="2.4.22").alloc_policy == "2.4.20"
+
+
+def test_only_reply_timeouts_stop_rtt_sampling():
+    """rq_nresend counts xprt_timer's timeouts only: a request whose sleep for
+    write space timed out (call_timeout's adjustment alone) is still sampled."""
+    t = RttTimer(0.7, 3)
+    st = t.new_request()
+    t.adjust(st)
+    assert not st["resent"] and t.ntimeouts == 0
+    t.sample(st, 0.05)
+    assert t.samples == 1
+    t.timeout(st)
+    assert st["resent"] and t.ntimeouts == 1
+    t.sample(st, 0.05)
+    assert t.samples == 1
+
+
+def test_rtt_classes_are_separate_but_backoff_is_shared():
+    t = RttTimer(0.7, 3)
+    w, c = t.new_request(4), t.new_request(5)
+    for _ in range(40):
+        t.sample(t.new_request(4), 0.002)
+        t.sample(t.new_request(5), 0.2)
+    assert t.rto(w) < 0.1 < t.rto(c)
+    t.timeout(w)
+    assert t.rto(c) == pytest.approx(2 * t.rto_base(5))

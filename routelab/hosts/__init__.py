@@ -1,6 +1,6 @@
 """Endpoints that react: the machines around the router (and, through
-``Router(local_hosts=...)``, local endpoints by IP protocol; no socket layer
-is modelled yet).
+``Router(local_hosts=...)``, local endpoints by IP protocol: the sockets of
+``tcp.py`` and ``nfs.py`` are modelled inside their hosts).
 
 A host takes part in a run through these seams (see ``docs/design.md``):
 

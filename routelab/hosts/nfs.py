@@ -52,7 +52,7 @@ there) -- the model reads it, and the frame's IP ID, offset, MF and length
 (the same values as its header fields), from the client's ``frame_meta``
 table by the frame's ``tag`` (one lookup instead of five field reads);
 replies are never lost (only client->server frames cross the lossy
-direction); one timer class (every request is a WRITE or the COMMIT).
+direction); the two timer classes used are WRITE's and COMMIT's.
 """
 
 from __future__ import annotations
@@ -357,7 +357,7 @@ class NfsClient(Host):
             if self.cong_at == "reserve":
                 self.cw.get()
                 req.has_cong = True
-            req.tstate = self.timer.new_request()
+            req.tstate = self.timer.new_request(5 if req.commit else 4)
             req.timer = self.run.clock.timer(f"rpc timer xid {req.xid}", self._make_fire(req),
                                              cpu=self.cpu, raw=True)
             self.inflight[req.xid] = req
@@ -386,6 +386,9 @@ class NfsClient(Host):
         rpciod is done with it."""
         run = self.run
         req.attempts += 1
+        req.last_sent = t                   # rq_xtime: set at every transmission
+        if req.first_sent < 0:
+            req.first_sent = t
         att = len(self.attempt_of)
         self.attempt_of.append((req.xid, req.attempts))
         self.sent_per_attempt.append(0)
@@ -435,9 +438,6 @@ class NfsClient(Host):
         # cleaning done since the last send (charged together: same CPU total)
         self._charge("ip_build_xmit_slow+udp_getfrag (csum_partial_copy)", t - t0, t0)
         self._flush_txc(t0)
-        req.last_sent = t
-        if req.first_sent < 0:
-            req.first_sent = t
         if res.status is SendStatus.OK:
             req.timer.mod(t + self.timer.rto(req.tstate))
             return t
@@ -447,7 +447,7 @@ class NfsClient(Host):
             self.c["datagrams_incomplete"] += 1
         if tr is not None:
             tr.event(t, req.xid, req.attempts, "eagain", -1, len(res.skbs))
-        if self.sock.wmem_alloc * 2 < self.sndbuf:
+        if self.sock.wmem_alloc < self.sndbuf // 2:
             # write space came back while sending (qdisc frees): go again at once
             self.c["rpc_resends"] += 1
             self.txq.appendleft(req)
@@ -465,7 +465,7 @@ class NfsClient(Host):
         if self.trace is not None:
             self.trace.gauge_add(t, self.sock.wmem_alloc, self.sndbuf)
         if (self.snd_task is not None and not self._wake_pending
-                and self.sock.wmem_alloc * 2 < self.sndbuf):
+                and self.sock.wmem_alloc < self.sndbuf // 2):
             self._wake_pending = True
             self._wake_t.mod(t + self._wake_latency())
 
@@ -565,10 +565,7 @@ class NfsClient(Host):
             self.trace.event(t, xid, attempt, "reply")
         req.done = True
         req.timer.stop()
-        if req.attempts == 1:
-            self.timer.sample(req.tstate, t - req.first_sent)
-        else:
-            req.tstate["resent"] = True
+        self.timer.sample(req.tstate, t - req.last_sent)   # (not if a reply timed out)
         self.timer.reply()
         if req.has_cong:
             self.cw.on_reply(t)

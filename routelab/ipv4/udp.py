@@ -51,7 +51,7 @@ SK_WMEM_MAX = 65535
 #: (kernel.md §5; ~109 KB on i386, unverified; here with our assumed struct size).
 WMEM_DEFAULT_2611 = 256 * (SKB_STRUCT_BYTES + 256)
 #: Smallest sndbuf SO_SNDBUF can set, ``SOCK_MIN_SNDBUF`` in 2.4/2.6.11
-#: include/net/sock.h (2048; from memory, unverified).
+#: include/net/sock.h (2048; 2.4.19 checked).
 SOCK_MIN_SNDBUF = 2048
 
 ALLOC_POLICIES = ("2.4.19", "2.4.20", "2.6.11")

@@ -49,7 +49,7 @@ def test_whole_datagram_order_flags_and_accounting(policy):
         sock.sock_wfree(res.skbs[0])
 
 
-def test_2_4_16_sends_headless_datagram_when_sndbuf_fills():
+def test_2_4_19_sends_headless_datagram_when_sndbuf_fills():
     sock = UdpSocket(sndbuf=SK_WMEM_MAX, alloc_policy="2.4.19")
     assert sock.sendmsg(NFS_WRITE, 0.0).status is SendStatus.OK
     res = sock.sendmsg(NFS_WRITE, 0.0)
@@ -59,7 +59,7 @@ def test_2_4_16_sends_headless_datagram_when_sndbuf_fills():
     assert sock.stats["incomplete"] == 1
 
 
-def test_2_4_22_is_all_or_nothing_in_the_same_situation():
+def test_2_4_20_is_all_or_nothing_in_the_same_situation():
     sock = UdpSocket(sndbuf=SK_WMEM_MAX, alloc_policy="2.4.20")
     sock.sendmsg(NFS_WRITE, 0.0)
     res = sock.sendmsg(NFS_WRITE, 0.0)
@@ -149,7 +149,7 @@ def test_wmem_returns_to_zero_and_blocking_sends_complete(policy, nonblocking, s
                 assert len(sent[res.datagram_id]) == res.n_frags
 
 
-def test_blocking_2_4_16_waits_mid_datagram_then_resumes():
+def test_blocking_2_4_19_waits_mid_datagram_then_resumes():
     sock = UdpSocket(sndbuf=SK_WMEM_MAX, alloc_policy="2.4.19", nonblocking=False)
     first = sock.sendmsg(NFS_WRITE, 0.0)
     res = sock.sendmsg(NFS_WRITE, 0.0)
