@@ -521,7 +521,7 @@ def loss_figure(sweep: dict):
     ax.set_xlabel("frame loss on the link [%]")
     ax.set_ylabel("datagrams delivered whole\n[fraction]")
     ax.set_ylim(0, 1.05)
-    ax.set_title("One lost fragment costs the whole datagram – and a full memory costs more")
+    ax.set_title("One lost fragment costs the datagram; a full memory costs more")
     ax.legend(fontsize=7, loc="upper right")
     alt = ("Fraction of 32 KiB datagrams delivered against frame loss from 0 to "
            f"{losses.max():g} %: the (1-p)^23 law and the model without a memory limit fall "
