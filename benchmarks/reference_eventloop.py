@@ -111,7 +111,7 @@ from routelab.core.softirq import MAX_SOFTIRQ_RESTART
 from routelab.costs import composed
 from routelab.ipv4.fib import RTN
 from routelab.ipv4.icmp import RedirectState, redirect_allow
-from routelab.ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, RouteCache
+from routelab.ipv4.route import S_IN_HIT, S_IN_HLIST_SEARCH, STAT_FIELDS, RouteCache
 from routelab.prepare import (
     C_FRAGNEED,
     C_FWD,
@@ -233,6 +233,8 @@ class Cpu:
         self.ctxsw = 0
         self.ksoftirqd_wakeups = 0
         self.busy_s = 0.0
+        self.ksd_left = -1           # ticks left of ksoftirqd's slice (-1: a full one)
+        self.ksd_expiry = 0          # the tick that ends it while ksoftirqd runs
 
     def idle(self) -> bool:
         return self.current is None and not self.queue
@@ -331,7 +333,7 @@ class _Reference:
         self.cache: RouteCache | None = run.cache
         self.icmp_state = run.icmp
         # the stateless array stages (shared with the fast loop)
-        p = prepare(r, self.cache, trace)
+        p = prepare(r, self.cache, trace, run.cache20)
         classify(r, p)
         self.p = p
         self.n = n = len(trace)
@@ -379,6 +381,7 @@ class _Reference:
         # CPUs and the softirq structure
         self.cpus = [Cpu() for _ in range(r.ncpus)]
         self.hz = r.kernel.hz
+        self.ksd_slice = max(10 * self.hz // 1000, 1)   # nice 19: MIN_TIMESLICE
         # do_softirq passes before ksoftirqd: 1 in 2.4 (a re-raised NET_RX is
         # not rerun), 10 in 2.6
         self.max_restart = 1 if r.kernel.softirq == "2.4" else MAX_SOFTIRQ_RESTART
@@ -576,6 +579,16 @@ class _Reference:
             cpu.pass_n = 1
             cpu.pass_t0 = now
             cpu.restarts = 0
+            if cpu.in_ksoftirqd:
+                # ksoftirqd slept when the CPU went idle: keep what is left of its slice
+                k = math.floor(cpu.free_since * self.hz + 1e-6)
+                sl = self.ksd_slice
+                cpu.ksd_left = sl - (k - cpu.ksd_expiry) % sl if k >= cpu.ksd_expiry \
+                    else cpu.ksd_expiry - k
+                # (its sleep is a schedule() to the idle task: a switch, a quiescent state)
+                cpu.ctxsw += 1
+                if self.rcu is not None:
+                    self.rcu.quiescent(cc, cpu.free_since, "ctxsw")
             cpu.in_ksoftirqd = False
             svc = c["softirq_entry"]
         else:
@@ -602,7 +615,8 @@ class _Reference:
                 rt = self.p
                 e = self.cache.ip_route_input_slow(
                     now, cc, self.key[j], self.ik[j], self.H[j], int(rt["rtype"][j]),
-                    self.oif[j], int(rt["gw"][j]), int(rt["nrules"][j]), int(rt["martian"][j]))
+                    self.oif[j], int(rt["gw"][j]), int(rt["nrules"][j]), int(rt["martian"][j]),
+                    float(rt["vfib_cost"][j]))
                 svc += self.cache.ledger.t
                 if e is None:
                     if self.cache.ledger.why == OC["drop_dst_overflow"]:
@@ -655,6 +669,8 @@ class _Reference:
             cpu.restarts = 0
             if self.qs_loop and rcu is not None:
                 rcu.quiescent(cc, now, "softirq_loop")
+            k = math.floor(now * self.hz + 1e-6)
+            sl = self.ksd_slice
             if not cpu.in_ksoftirqd:
                 # wake ksoftirqd, which runs until the queue is empty (no user task)
                 cpu.ksoftirqd_wakeups += 1
@@ -662,6 +678,14 @@ class _Reference:
                 if rcu is not None:
                     rcu.quiescent(cc, now, "ctxsw")
                 cpu.in_ksoftirqd = True
+                cpu.ksd_expiry = k + (sl if cpu.ksd_left < 0 else cpu.ksd_left)
+            elif k >= cpu.ksd_expiry:
+                # its 10 ms slice ran out: cond_resched() -> schedule() picks it
+                # again, a quiescent state all the same (2.6.1 kernel/sched.c)
+                cpu.ksd_expiry += sl * (1 + (k - cpu.ksd_expiry) // sl)
+                cpu.ctxsw += 1
+                if rcu is not None:
+                    rcu.quiescent(cc, now, "ctxsw")
         return w
 
     def end_packet(self, cc: int, job: Job, now: float) -> None:
@@ -691,6 +715,7 @@ class _Reference:
         d = self.dev[j]
         iwire = float(self.p["icmp_wire_s"][j])
         if cls == C_TTL or cls == C_FRAGNEED:
+            self.out_route(3, d, j)      # (icmp_send's ip_route_output, before any limit)
             if cls == C_TTL:
                 self.outcome[j] = OC["drop_ttl"]
                 sent = self.icmp_xrlim_allow(j, now)
@@ -708,6 +733,7 @@ class _Reference:
             self.mib["InDelivers"] += 1
             self.outcome[j] = OC["local"]
             if self.kind[j] == KIND["ping_request"]:
+                self.out_route(0, d, j)
                 self.icmp["InEchos"] += 1
                 self.icmp["OutEchoReps"] += 1
                 self.icmp["OutMsgs"] += 1
@@ -718,7 +744,7 @@ class _Reference:
             rtype = int(self.p["rtype"][j])
             # ip_error answers unreachable and prohibit routes; blackholes stay silent
             if (rtype in (RTN["unreachable"], RTN["prohibit"]) and self.ip_error_allow(j, e, now)
-                    and self.icmp_xrlim_allow(j, now)):
+                    and self.out_route(3, d, j) and self.icmp_xrlim_allow(j, now)):
                 self.icmp["OutMsgs"] += 1
                 self.icmp["OutDestUnreachs"] += 1
                 self.emit_icmp(d, now, iwire)
@@ -737,6 +763,12 @@ class _Reference:
         self.icmp["RateLimited"] += not ok
         return ok
 
+    def out_route(self, typ: int, d: int, j: int) -> bool:
+        """The output route lookup of an ICMP message about packet ``j`` (its
+        hit-or-miss bookkeeping is the model's Icmp.output_route)."""
+        self.icmp_state.output_route(typ, d, int(self.tr.saddr[j]))
+        return True
+
     def ip_error_allow(self, j: int, e, now: float) -> bool:
         key = ("dst", e.uid) if e is not None else ("flow", int(self.key[j]))
         ok = self.icmp_state.ip_error_allow(key, now)
@@ -748,6 +780,7 @@ class _Reference:
         state = e if e is not None else self.redir.setdefault(int(self.tr.saddr[j]),
                                                               RedirectState())
         if redirect_allow(state, now, self.r.sysctl):
+            self.out_route(5, self.dev[j], j)
             self.icmp["OutMsgs"] += 1
             self.icmp["OutRedirects"] += 1
             self.emit_icmp(self.dev[j], now, float(self.p["icmp_wire_s"][j]))
@@ -815,7 +848,12 @@ class _Reference:
         }
         cc = self.cache
         if cc is not None:
-            counters["rt_cache_stat"] = cc.stat_rows()
+            rows = cc.stat_rows()
+            ist = self.icmp_state
+            for d, dev in enumerate(self.r.devices):
+                rows[dev.cpu][STAT_FIELDS.index("out_hit")] += ist.out_hit[d]
+                rows[dev.cpu][STAT_FIELDS.index("out_slow_tot")] += ist.out_slow[d]
+            counters["rt_cache_stat"] = rows
             counters["dst"] = {"entries": cc.dst.entries, "allocated": cc.dst.allocated,
                                "destroyed": cc.dst.destroyed, "garbage": len(cc.dst.garbage),
                                "gc_runs": cc.dst.gc_runs, "gc_walked": cc.dst.gc_walked,

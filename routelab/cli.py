@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n/proc/net/rt_cache_stat\n" + procfs.rt_cache_stat(res))
         print("\n$ netstat -i\n" + procfs.netstat_i(res))
         if res.counters.get("neigh") is not None:
-            print("\n/proc/net/stat/arp_cache (2.6.9 layout)\n" + procfs.arp_cache_stat(res))
+            print("\n/proc/net/stat/arp_cache\n" + procfs.arp_cache_stat(res))
             print("\n$ ip neigh\n" + procfs.ip_neigh(res))
         print("\nCPU profile\n" + procfs.perf_top(res))
     return 0

@@ -49,6 +49,16 @@ PATH: dict[str, float] = {
     "ip_route_input": 90.0,      # ASSUMED: cache-hit bookkeeping: lastuse, refcount, skb->dst
     "ip_route_input_slow": 900.0,  # ASSUMED: martian checks, fib_validate_source, rt_set_nexthop
     "fib_lookup": 250.0,         # ASSUMED: fn_hash lookup in the main table (a handful of zones)
+    # --- 3.6: no route cache, a fib_trie walk per packet (issue 26) ------------
+    # DaveM's SPARC-T3 figures for 3.6 (kernel.md s8): an input route lookup
+    # ~1169 cycles, ~1468 with rp_filter.  ASSUMED split, the T3 taken at half
+    # the reference core's work per clock (an in-order, multithreaded core): the
+    # ~300-cycle rp_filter step is one more fib_lookup (two small tables), so a
+    # small table costs ~75 reference cycles to search (40 + ~3 nodes x 10), and
+    # the rest of ~585 reference cycles is the route code around the lookups.
+    "ip_route_input_noref": 440.0,  # ASSUMED: martian checks, in_dev, fib_validate_source's fast return, rt_cache_valid, skb_dst_set_noref (nexthop's dst, no allocation)
+    "fib_table_lookup": 40.0,     # ASSUMED: fib_table_lookup's set-up and check_leaf of the leaf that matched, per table searched
+    "fib_trie_node": 10.0,        # ASSUMED: one tnode indexed or leaf checked (extract bits, load child); its cache misses are priced from the trie's size
     "fib_rule": 60.0,            # ASSUMED: per policy rule examined in fib_rules.c
     "dst_alloc": 450.0,          # ASSUMED: kmem_cache_alloc(GFP_ATOMIC) + zeroing ~200 bytes
     "rt_intern_hash": 150.0,     # ASSUMED: insert at head + arp_bind_neighbour (neighbour hit)

@@ -43,7 +43,7 @@ from .ipv4.ip_fragment import fragment_plan
 from .ipv4.ip_input import ip_rcv
 from .ipv4.ip_output import ip_output_plan
 from .knobs import cpu_knob, kernel_knob
-from .prepare import LL_RESERVED
+from .prepare import LL_RESERVED, _validate_source_cost
 from .router import Device, Router, Run
 from .sysctl import Knob, validate_all
 
@@ -294,6 +294,7 @@ class _Walk:
         out = ip_output_plan(tr.length, oif, mtu, tr.df, self.c, r.costs.copy_s_per_byte,
                              napi_dev[np.maximum(oif, 0)])
         self.receive()
+        self.vfib = float(_validate_source_cost(r, tr, rtype, oif, self.c)[0])
         self.route(int(rtype[0]), int(oif[0]), int(gw[0]), int(nrules[0]))
         verdict = int(fw["fwd_verdict"][0])
         self.forward(verdict, bool(fw["cow"][0]), float(fw["fwd_cost"][0]))
@@ -332,6 +333,27 @@ class _Walk:
 
     def route(self, rtype: int, oif: int, gw: int, nrules: int) -> None:
         r, v = self.r, self.v
+        if r.kernel.cache20:
+            # 2.0's ip_rt_route (routelab.ipv4.route20): a hit at the head of
+            # its chain, or a miss on an empty cache
+            from .ipv4.route20 import Cache20
+            tr = self.tr
+            if v["cache_hit"]:
+                self.add("route cache lookup", "include/net/route.h ip_rt_route (2.0.40)",
+                         self.fn("chain_step"), "hit: entry at the head of the chain "
+                         "(256 buckets on the destination)", "route")
+                return
+            hop = gw if gw else int(tr.daddr[0])
+            total = Cache20(self.c).lookup(int(tr.daddr[0]), hop, 0.0)
+            walk = self.fn("chain_step")
+            slow = self.fn("fib_lookup") + self.fn("dst_alloc") + self.fn("rt_intern_hash")
+            self.add("route cache lookup", "include/net/route.h ip_rt_route (2.0.40)", walk,
+                     "miss: an empty bucket (256 buckets on the destination)", "route")
+            self.add("slow route", "net/ipv4/route.c ip_rt_slow_route, rt_cache_add (2.0.40)",
+                     slow, "FIB lookup, new entry, insert at the head", "route")
+            self.add("ARP entry", "net/ipv4/arp.c arp_alloc_entry (2.0.40)", total - walk - slow,
+                     "a new next hop: an entry of the 256 soft-limited table", "route")
+            return
         if not r.kernel.route_cache:
             where = ("net/ipv4/fib_trie.c fn_trie_lookup" if r.kernel.fib == "trie"
                      else "net/ipv4/fib_hash.c fn_hash_lookup")
@@ -357,7 +379,7 @@ class _Walk:
         key = (int(tr.daddr[0]) << 32) | int(tr.saddr[0])
         ik = (int(tr.iif[0]) << 8) | int(tr.tos[0])
         mark = cache.ledger.total
-        e = cache.ip_route_input_slow(0.0, 0, key, ik, h, rtype, oif, gw, nrules, 0)
+        e = cache.ip_route_input_slow(0.0, 0, key, ik, h, rtype, oif, gw, nrules, 0, self.vfib)
         secs = cache.ledger.t
         # (below gc_thresh the slow path's own stages charge no slot: what the
         # ledger gained meanwhile is the neighbour layer's, the binding)
@@ -368,15 +390,17 @@ class _Walk:
         fib = self.fn("fib_lookup") + nrules * self.fn("fib_rule")
         alloc = self.fn("dst_alloc")
         self.add("slow path", "net/ipv4/route.c ip_route_input_slow", slow,
-                 "martian checks, fib_validate_source", "route")
+                 "martian checks", "route")
         self.add("FIB lookup", "net/ipv4/fib_rules.c fib_lookup", fib,
                  f"policy rules examined: {nrules}", "route")
+        self.add("source check", "net/ipv4/fib_frontend.c fib_validate_source", self.vfib,
+                 "a reverse FIB lookup to the source", "route")
         self.add("allocate a cache entry", "net/core/dst.c dst_alloc", alloc,
                  "below gc_thresh: no GC", "route")
         note = ("never inserted: freed at once (the 2.4.24-nocache hack)"
                 if r.kernel.cache_insert == "nocache" else "insert at the head of the chain")
         self.add("insert into the cache", "net/ipv4/route.c rt_intern_hash",
-                 secs - slow - fib - alloc - bind, note, "route")
+                 secs - slow - fib - self.vfib - alloc - bind, note, "route")
         if cache.arp is not None:
             self.add("bind the route to its next hop", "net/ipv4/arp.c arp_bind_neighbour",
                      bind, "neigh_lookup finds the gateway's entry (resolved): the route "

@@ -7,9 +7,13 @@ from (tags refer to ``kernel.md``).
 =================  ==========================================================
 profile            what it is
 =================  ==========================================================
-``2.0``            No route cache: a FIB lookup per packet.  Story 1's
-                   baseline ("treat 2.0 as no route cache GC storm").  Its
-                   ARP is not modelled (no neighbour table).
+``2.0``            2.0's own small route cache (256 buckets keyed on the
+                   destination, at most 256 entries, always evicting, never
+                   refusing) and ARP table (a soft 256-entry limit):
+                   routelab.ipv4.route20, 2.0.40 include/net/route.h,
+                   net/ipv4/route.c, net/ipv4/arp.c.  Not the 2.2+ dst
+                   cache, GC or neighbour table; ARP resolution itself is not
+                   modelled.  Story 1's reference kernel.
 ``2.4.18``         Route cache with the unkeyed XOR/shift hash, no chain
                    limit on insert, gc_min_interval 5 s, no secret rebuild,
                    rt_score low bits = use count. [K2418]
@@ -70,7 +74,9 @@ class KernelProfile:
     ----------
     name : str
     route_cache : bool
-        False: a FIB lookup per packet (2.0).
+        The 2.2+ route cache (dst entries, rt_garbage_collect, RCU in 2.6).
+        False: 2.0's cache (``cache20``) or none at all (a FIB lookup per
+        packet).
     cache_insert : str
         ``"normal"``, or ``"nocache"`` (free the new entry after use).
     hash : str
@@ -99,11 +105,19 @@ class KernelProfile:
         once [24] kernel/softirq.c; ``"2.6"``: up to MAX_SOFTIRQ_RESTART
         passes [260].
     neighbours : bool
-        The neighbour table and ARP are modelled (not for 2.0).
+        The 2.2+ neighbour table and ARP are modelled (not for 2.0).
+    cache20 : bool
+        2.0's route cache and ARP table (:mod:`routelab.ipv4.route20`), in
+        place of the 2.2+ ones; False with ``route_cache`` False means no
+        route cache at all.
     policy_rules : bool
         ``fib_lookup`` walks the policy rules (``fib_rules.c``, 2.2 and
         later); 2.0 has one table and no rules.  Independent of the route
         cache: a kernel without a cache (3.6) still has rules.
+    nexthop_dst : bool
+        Without a route cache, each packet attaches the dst cached in its
+        nexthop (3.6 ``nh_rth_input``, ``skb_dst_set_noref``): no allocation,
+        no GC, no RCU freeing.  2.0 had no dst cache at all either way.
     fib : str
         The FIB's data structure: ``"hash"`` (``fib_hash.c``, the 2.x
         default) or ``"trie"`` (``fib_trie.c``, the only one from 2.6.39).
@@ -138,11 +152,16 @@ class KernelProfile:
     rcu_maxbatch: int = 0
     softirq: str = "2.6"
     neighbours: bool = True
+    cache20: bool = False
     policy_rules: bool = True
     fib: str = "hash"
     forward_csum: str = "none"
+    nexthop_dst: bool = False
 
     def __post_init__(self) -> None:
+        if self.cache20 and self.route_cache:
+            raise KnobError(f"kernel {self.name} cache20", self.cache20,
+                            "False when the kernel has the 2.2+ route cache")
         if self.fib not in ("hash", "trie"):
             raise KnobError(f"kernel {self.name} fib", self.fib, "'hash' or 'trie'")
         if self.forward_csum not in ("none", "partial"):
@@ -152,8 +171,9 @@ class KernelProfile:
 KERNELS: dict[str, KernelProfile] = {p.name: p for p in [
     KernelProfile("2.0", False, "normal", "jhash", "none", "use", "none", 100, False,
                   0.5, 0.0, False,
-                  "Story 1's reference: plain FIB lookup per packet, no route cache.",
-                  softirq="2.4", neighbours=False, policy_rules=False),
+                  "2.0.40 (linux-history): ip_rt_route's 256-entry cache, arp.c's soft "
+                  "256-entry table (routelab.ipv4.route20)",
+                  softirq="2.4", neighbours=False, policy_rules=False, cache20=True),
     KernelProfile("2.4.18", True, "normal", "fold", "none", "use", "none", 100, False,
                   5.0, 0.0, False, "[K2418] net/ipv4/route.c, net/core/dst.c", softirq="2.4"),
     KernelProfile("2.4.22", True, "normal", "jhash", "2.4", "use", "none", 100, False,
@@ -188,6 +208,17 @@ KERNELS: dict[str, KernelProfile] = {p.name: p for p in [
                   True, 0.5, 600.0, True,
                   "2.6.20 + a forward path that keeps CHECKSUM_PARTIAL (later kernels)",
                   forward_csum="partial"),
+    # The epilogue (issue 26), New-B/Linux3.6 @ 5fb0555c4: no route cache
+    # (net/ipv4/route.c ip_route_input_slow -> fib_lookup in fib_trie.c, the
+    # nexthop's cached dst); HZ 250 (kernel/Kconfig.hz default); NAPI drivers;
+    # the 2.6 softirq restart rule (kernel/softirq.c __do_softirq, restart 10).
+    # Its tree RCU is taken as the model's vanilla batches: with no dst freed per
+    # packet there is almost nothing for it to do.  Policy rules: 3.6 walks them
+    # only when custom rules exist (include/net/ip_fib.h fib_lookup).
+    KernelProfile("3.6", False, "normal", "jhash", "2.6", "age", "vanilla", 250, True,
+                  0.5, 0.0, False,
+                  "[V36] net/ipv4/route.c, fib_trie.c, include/net/ip_fib.h",
+                  fib="trie", nexthop_dst=True),
 ]}
 
 

@@ -28,6 +28,7 @@ from .hardware import NETIF_F
 from .ipv4 import ip_forward as _ipf
 from .ipv4 import ip_input as _ipin
 from .ipv4 import ip_output as _ipout
+from .ipv4 import route_nocache as _nocache
 from .ipv4.fib import RTN
 from .ipv4.icmp import icmp_error_len
 
@@ -51,7 +52,35 @@ def local_socket(kind) -> np.ndarray:
     return np.isin(np.asarray(kind), _SOCKET_KINDS)
 
 
-def prepare(r, cache, tr: PacketTrace) -> dict:
+def _validate_source_cost(r, tr: PacketTrace, rtype, oif, c: dict) -> np.ndarray:
+    """Seconds of the FIB lookups ``fib_validate_source`` makes on a cache
+    miss (0 for packets it does not see).
+
+    Kernel: net/ipv4/fib_frontend.c fib_validate_source, called by
+    ip_route_input_slow for a forwarded or local packet (net/ipv4/route.c,
+    2.4.24, MaximeChretien/linux-history): a reverse ``fib_lookup`` with the
+    source as destination and the route's output device as ``iif`` (so the
+    policy rules are walked again, matched against that device); if the
+    answer's device is not the input device and rp_filter is off (the
+    default), a second reverse lookup keyed on the input device as ``oif``.
+    Only kernels with the 2.2+ route cache call it (2.0's ip_rt_slow_route
+    has no source check).  Simplified: the second lookup walks as many
+    rules as the first (the model's rules do not match on ``oif``).
+    """
+    n = len(tr)
+    if not r.kernel.route_cache or n == 0:
+        return np.zeros(n)
+    seen = (rtype == RTN["unicast"]) | (rtype == RTN["local"])
+    riif = np.where(oif >= 0, oif, tr.iif.astype(np.int64))
+    _, roif, _, rrules = r.fib.fib_lookup(tr.saddr, tr.daddr, tr.tos, riif)
+    if not r.kernel.policy_rules:
+        rrules = np.zeros_like(rrules)
+    one = c["fib_lookup"] + rrules * c["fib_rule"]
+    again = roif.astype(np.int64) != tr.iif.astype(np.int64)
+    return np.where(seen, one * np.where(again, 2.0, 1.0), 0.0)
+
+
+def prepare(r, cache, tr: PacketTrace, cache20=None) -> dict:
     """The stateless stages over the arrays of ``tr`` for router ``r`` (whose
     route cache, or ``None``, gives the hash key); returns named columns."""
     c = r.costs.fn
@@ -75,11 +104,19 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
     p["pre_drop"] = hdr_drop
     p["rx_cost"] = rx
     # routing decision (static FIB), martians
-    rtype, oif, gw, nrules = r.fib.fib_lookup(tr.daddr, tr.saddr, tr.tos, tr.iif)
+    tables = nodes = None
+    if r.kernel.fib == "trie":
+        # (fib_trie: the same routes, with the tables searched and nodes touched)
+        rtype, oif, gw, nrules, tables, nodes = r.fib.fib_lookup_trie(
+            tr.daddr, tr.saddr, tr.tos, tr.iif)
+    else:
+        rtype, oif, gw, nrules = r.fib.fib_lookup(tr.daddr, tr.saddr, tr.tos, tr.iif)
     if not r.kernel.policy_rules:
         nrules = np.zeros_like(nrules)  # (2.0: one table, no rules to walk)
     p["rtype"], p["oif"], p["gw"], p["nrules"] = rtype, oif, gw, nrules
+    p["vfib_cost"] = _validate_source_cost(r, tr, rtype, oif, c)
     p["martian"] = _ipin.martian_class(tr.saddr, tr.daddr)
+    rp = _nocache.apply_rp_filter(r, tr, p["martian"])
     # forward-path decisions and their cost
     feats = np.array([d.profile.features_mask for d in devs], dtype=np.int64)
     # (OpenVZ's NETIF_F_VENET on an input device: its skip-skb_cow hack)
@@ -113,7 +150,17 @@ def prepare(r, cache, tr: PacketTrace) -> dict:
         p["route_hit_cost"] = _costs.composed(c, "route_hit")
     else:
         p["h"] = np.zeros(len(tr), dtype=np.int64)
-        p["route_hit_cost"] = c["fib_lookup"] + nrules * c["fib_rule"]
+        p["route_hit_cost"], _node_s = _nocache.route_input_nocache(r, nrules, tables, nodes,
+                                                                     rp, c)
+        if nodes is not None:
+            p["trie_nodes"] = nodes
+        if cache20 is not None:
+            # 2.0's ip_rt_route: its own cache, run here in arrival order
+            # (routelab.ipv4.route20); a forwarded packet pays its lookup there
+            fwd = (rtype == RTN["unicast"]) & (p["martian"] == 0) & (hdr_drop == 0)
+            hop = np.where(gw != 0, gw, tr.daddr).astype(np.int64)
+            rc = cache20.costs(tr.t, tr.daddr, hop, fwd)
+            p["route_hit_cost"] = np.where(fwd, rc, p["route_hit_cost"])
     # key = daddr << 32 | saddr, ik = iif << 8 | tos (in place: no temporaries)
     key = tr.daddr.astype(np.uint64)
     key <<= np.uint64(32)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from .ipv4.route import STAT_FIELDS
 from .result import Result
 
-__all__ = ["arp_cache_stat", "ip_neigh", "rt_cache_stat", "rt_cache_stat_table", "netstat_i",
+__all__ = ["arp_cache_stat", "kernel_version", "ip_neigh",
+           "rt_cache_stat", "rt_cache_stat_table", "netstat_i",
            "snmp", "perf_top", "softnet_stat", "dev_counters"]
 
 
@@ -51,20 +52,28 @@ def rt_cache_stat_table(res: Result) -> str:
 def dev_counters(res: Result) -> list[dict]:
     """Per-device counters as ``/proc/net/dev`` holds them, mapped like net-tools.
 
-    RX-DRP = rx_dropped + rx_missed_errors, RX-OVR = rx_fifo_errors,
-    following the e1000 driver, which reports the NIC's missed-packet count in
-    both ``rx_missed_errors`` and ``rx_fifo_errors`` and its
-    no-receive-buffer count (``rnbc``) as ``rx_dropped`` (unverified reading
-    of the 2.6 driver; non-NAPI e100 reports neither).
+    RX-DRP = rx_dropped + rx_missed_errors, RX-OVR = rx_fifo_errors
+    (net/core/dev.c dev_seq_printf_stats, 2.6.0).  The e1000 driver reports
+    the NIC's missed-packet count (MPC) in both ``rx_missed_errors`` and
+    ``rx_fifo_errors``, its no-receive-buffer count (RNBC) as ``rx_dropped``,
+    and adds both to ``rx_errors`` with the error counters the model never
+    raises (CRC, alignment, length, carrier extension): so RX-ERR is RNBC +
+    MPC and reads about the same as RX-DRP.  Kernel:
+    drivers/net/e1000/e1000_main.c e1000_update_stats (v2.6.0 and 2.4.24,
+    MaximeChretien/linux-history).  The non-NAPI e100 reports neither here
+    (its drops are the backlog's, in softnet_stat).
     """
     dev = res.counters["dev"]
     out = []
     for i, name in enumerate(dev["names"]):
         nic = res.config.devices[i].profile
         rx_dropped = dev["rnbc"][i] if nic.napi else 0
+        rx_errors = dev["rx_errors"][i]
+        if nic.name == "e1000":
+            rx_errors += dev["rnbc"][i] + dev["rx_missed"][i]
         out.append({
             "Iface": name, "MTU": res.config.devices[i].mtu,
-            "RX-OK": dev["rx_packets"][i], "RX-ERR": dev["rx_errors"][i],
+            "RX-OK": dev["rx_packets"][i], "RX-ERR": rx_errors,
             "RX-DRP": rx_dropped + dev["rx_missed"][i], "RX-OVR": dev["rx_fifo"][i],
             "TX-OK": dev["tx_packets"][i], "TX-ERR": dev["tx_errors"][i],
             "TX-DRP": dev["tx_dropped"][i], "TX-OVR": dev["tx_fifo"][i],
@@ -126,19 +135,61 @@ def perf_top(res: Result, limit: int = 15) -> str:
     return "\n".join(lines)
 
 
-def arp_cache_stat(res: Result) -> str:
-    """The neighbour table's counters in the hex layout of /proc/net/stat/arp_cache.
+def kernel_version(name: str) -> tuple[int, ...]:
+    """The release numbers at the start of a kernel profile's name
+    (``"2.4.24-nocache"`` -> ``(2, 4, 24)``)."""
+    nums = []
+    for part in name.split("-")[0].split("."):
+        if not part.isdigit():
+            break
+        nums.append(int(part))
+    return tuple(nums)
 
-    2.4.24 and 2.6.0 keep these counters (or fewer) but export no such file:
-    it first appears in 2.6.9, whose column layout this follows (one row:
-    the model has one table-wide set, not one per CPU).  Empty without a
-    neighbour table (kernel 2.0, ``neighbours=False``).
+
+#: The first release with /proc/net/stat/arp_cache (neigh_stat_seq_fops in
+#: net/core/neighbour.c: in v2.6.9, not in v2.6.0 or v2.6.1,
+#: MaximeChretien/linux-history).
+ARP_CACHE_STAT_SINCE = (2, 6, 9)
+
+
+def arp_cache_stat(res: Result, layout: str = "kernel") -> str:
+    """The neighbour table's counters as the run's kernel would show them.
+
+    ``/proc/net/stat/arp_cache`` first appears in 2.6.9.  An earlier kernel
+    (2.4.24, 2.6.0, 2.6.1) keeps only allocations, failed resolutions and
+    received probes in ``tbl->stats`` and exports none of them
+    (include/net/neighbour.h struct neigh_statistics, 2.4.24): what its
+    admin could see was the ``Neighbour table overflow.`` warning that
+    rt_intern_hash prints when arp_bind_neighbour finds the table full
+    (net/ipv4/route.c, 2.4.24), under ``net_ratelimit`` (a burst of 10, then
+    one per 5 s: net/core/utils.c net_msg_burst/net_msg_cost), and ``ip
+    neigh``.  So for those kernels this returns the shell's view of the
+    missing file and the warnings' count.
+
+    ``layout="2.6.9"`` prints the model's counters in 2.6.9's hex layout
+    whatever the kernel (one row: the model has one table-wide set, not one
+    per CPU) -- a later kernel's view of the same table, to be labelled as
+    such.  Empty without a neighbour table (kernel 2.0, ``neighbours=False``).
+
+    Simplified: the printed warnings are bounded by the rate limit as if the
+    overflows were spread over the run (``min(n, 10 + duration / 5)``).
     """
     from .core.neighbour import STAT_FIELDS
 
+    if layout not in ("kernel", "2.6.9"):
+        from .errors import KnobError
+        raise KnobError("layout", layout, "'kernel' or '2.6.9'")
     c = res.counters.get("neigh")
     if c is None:
         return ""
+    if layout == "kernel" and kernel_version(res.config.kernel.name) < ARP_CACHE_STAT_SINCE:
+        n = int(c.get("table_overflows", 0))
+        shown = min(n, 10 + int(res.duration // 5))
+        return (f"$ cat /proc/net/stat/arp_cache\n"
+                f"cat: /proc/net/stat/arp_cache: No such file or directory"
+                f"  ({res.config.kernel.name}: the file arrived in 2.6.9)\n"
+                f"$ dmesg | grep -c 'Neighbour table overflow'\n{shown}"
+                + (f"  (net_ratelimit: {n:,} overflows in the run)" if n > shown else ""))
     head = ("entries  allocs destroys hash_grows  lookups hits  res_failed  "
             "rcv_probes_mcast rcv_probes_ucast  periodic_gc_runs forced_gc_runs")
     groups = (("entries",), ("allocs", "destroys", "hash_grows"), ("lookups", "hits"),

@@ -50,6 +50,7 @@ from .ipv4.fib import Fib
 from .ipv4.icmp import ICMP_DEST_UNREACH, ICMP_TIME_EXCEEDED, Icmp
 from .ipv4.ip_input import ip_local_deliver
 from .ipv4.route import RouteCache, ip_error, ip_rt_send_redirect
+from .ipv4.route20 import Cache20
 from .kernels import KernelProfile, kernel_profile
 from .prepare import (
     C_ARP,
@@ -320,6 +321,8 @@ class Run(RunWindows, RunSeams):
         # (registered first: on ties it fires before the kernel timers)
         tick = TimerTick(self.clock) if k.rcu != "none" else None
         self.cache: RouteCache | None = None
+        # (2.0's own cache and ARP table: routelab.ipv4.route20)
+        self.cache20 = Cache20(r.costs.fn) if k.cache20 else None
         if k.route_cache:
             self.cache = RouteCache(k, r.sysctl["rt_buckets"], r.sysctl, r.ncpus, r.costs.fn,
                                     r.sysctl["rcu_maxbatch"], self.rng, self.ledger, self.clock)

@@ -166,6 +166,12 @@ def _k(name: str, default: Any, kind: type, lo=None, hi=None, unit="", help="",
 # filled in by the kernel profile (routelab.kernels) or derived from RAM
 # (ip_rt_init sizing in routelab.ipv4.route).
 SYSCTLS: dict[str, Knob] = {k.name: k for k in [
+    _k("rp_filter", 0, int, 0, 2, "",
+       "Reverse-path filter: 0 off, 1 strict (drop a packet whose source is not "
+       "routed back out of the device it came in on), 2 loose (drop only a source "
+       "with no route at all).  Its extra FIB lookups are priced on kernels without "
+       "a route cache (3.6); with a cache they are inside the slow path's cost.",
+       "net.ipv4.conf.all.rp_filter", "IN_DEV_RPFILTER"),
     _k("netdev_max_backlog", 300, int, 1, 100_000, "packets",
        "Per-CPU netif_rx backlog limit; also the NAPI budget per softirq run.",
        "net.core.netdev_max_backlog", "netdev_max_backlog"),

@@ -143,10 +143,25 @@ class Pktgen:
       2004 pktgen source (the brief gives no code); it is the reading under
       which in_hit + in_slow_tot = RX-OK and in_hit/(in_hit+in_slow) ~ 85 %
       in the report are possible (one miss per ``flow_len`` packets at best).
-    * ``"random"``: every packet picks a random flow; a flow moves to a new
-      destination after ``flow_len`` packets.  Packets of a flow are spread
-      over the whole flow cycle, so ~2 x 32768 live destinations thrash the
-      cache (kept for contrast).
+    * ``"random"``: every packet picks a random flow, and a flow keeps its
+      destination for ``flow_len + 1`` packets -- the rule of the earliest
+      pktgen source with flows, v2.58 in 2.6.11 (net/core/pktgen.c
+      mod_cur_headers, v2.6.11.1, MaximeChretien/linux-history): the flow is
+      drawn at random per packet, its count is reset to 0 once it is above
+      ``flowlen``, a count of 0 draws a new destination, and the count goes
+      up after each packet.  Packets of a flow are spread over the whole
+      flow cycle, so ~2 x 32768 live destinations share the cache.
+
+    What the sources say about the 2004 set-up: the pktgen in the 2.6.0 and
+    2.6.9 trees (versions 1.3 and 1.32, net/core/pktgen.c) has no flows at
+    all -- each packet gets a random destination in ``dst_min..dst_max``
+    (``F_IPDST_RND``) or the next one in turn -- so Olsson's "32768 flows,
+    flowlen 10" came from his own newer pktgen, not in any tree of 2004.
+    The first one in a tree (2.6.11) takes a random flow per packet, against
+    the ``"sequential"`` reading; with it the model's in_hit share falls to
+    about 16 % (the report: ~85 %).  ``"sequential"`` stays the calibration
+    default as a fitted traffic reading, contradicted by the earliest
+    available source (docs/calibration-story2.md).
 
     Arrivals are evenly spaced at ``pps`` (pktgen with ipg 0 sends at the
     rate the box can, which we take as constant), with a small jitter.
@@ -207,7 +222,8 @@ class Pktgen:
             starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
             rank = np.empty(k.size, dtype=np.int64)
             rank[order] = np.arange(k.size) - np.repeat(starts, counts)
-            epoch = (self._sent[flow] + rank) // self.flow_len
+            # (pktgen v2.58: a destination lasts flowlen + 1 packets)
+            epoch = (self._sent[flow] + rank) // (self.flow_len + 1)
             self._sent += counts
         self._next_k = k1
         x = _mix64(flow.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)

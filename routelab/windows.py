@@ -35,9 +35,14 @@ class RunWindows:
         nb = max(1, int(math.ceil(self.duration / self.bin_s)))
         return np.arange(nb + 1) * self.bin_s
 
-    def _stages(self, tr: PacketTrace) -> dict:
-        """The array stages (``prepare``, ``classify``) of the packets in ``tr``."""
-        p = prepare(self.r, self.cache, tr)
+    def _stages(self, tr: PacketTrace, offered: bool = False) -> dict:
+        """The array stages (``prepare``, ``classify``) of the packets in ``tr``.
+
+        Only the offered packets (``offered``) go through 2.0's route cache
+        (routelab.ipv4.route20, whose state the lookups change): packets born
+        in the run, priced one header at a time and again for the profile,
+        pay a FIB lookup instead (a stated simplification)."""
+        p = prepare(self.r, self.cache, tr, self.cache20 if offered else None)
         classify(self.r, p)
         return p
 
@@ -47,7 +52,7 @@ class RunWindows:
         carried over from the last window arrive first."""
         r = self.r
         self._check_iif(tr)
-        p = self._stages(tr)
+        p = self._stages(tr, True)
         spare = 0
         for d, h in r.hosts.items():
             spare += int(np.count_nonzero(

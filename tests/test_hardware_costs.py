@@ -48,9 +48,10 @@ def test_profiles_are_sane():
         assert k.intern in ("none", "2.4", "2.6") and k.rcu in ("none", "vanilla", "iter", "bh")
         assert k.score in ("use", "age") and k.hash in ("jhash", "fold")
         # RCU frees only exist in the 2.6 kernels; 2.4 has HZ=100
-        assert (k.rcu != "none") == k.name.startswith("2.6")
+        assert (k.rcu != "none") == (k.name.startswith("2.6") or k.name == "3.6")
         # (2.6.20: kernel/Kconfig.hz defaults to HZ_250, sagsango/linux-2.6.20)
-        assert k.hz == (250 if k.name.startswith("2.6.20") else
+        # (3.6: the same default, New-B/Linux3.6 kernel/Kconfig.hz)
+        assert k.hz == (250 if k.name.startswith(("2.6.20", "3.6")) else
                         1000 if k.name.startswith("2.6") else 100)
     assert KERNELS["2.4.18"].gc_min_interval == 5.0
     assert KERNELS["2.4.24"].gc_min_interval == 0.5

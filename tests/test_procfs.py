@@ -76,3 +76,46 @@ def test_snmp_and_softnet_and_perf_top(res2):
     assert len(sn) == 2 and all(len(ln.split()) == 3 for ln in sn)
     top = procfs.perf_top(res2, limit=5).splitlines()
     assert len(top) == 6 and "Overhead" in top[0]
+
+
+@pytest.fixture(scope="module")
+def worm24():
+    from routelab.scenarios import worm
+    return worm.run(seed=1, duration=2.0, worm_hosts=3, kernel="2.4.24")
+
+
+def test_kernel_version():
+    assert procfs.kernel_version("2.4.24-nocache") == (2, 4, 24)
+    assert procfs.kernel_version("2.6.0-rcu-bh") == (2, 6, 0)
+    assert procfs.kernel_version("2.0") == (2, 0)
+
+
+def test_arp_cache_stat_as_the_kernel_had_it(worm24):
+    # 2.4.24 has no /proc/net/stat/arp_cache (first in 2.6.9): the view is
+    # the missing file and the rate-limited overflow warnings
+    text = procfs.arp_cache_stat(worm24)
+    assert "No such file or directory" in text and "2.6.9" in text
+    n = worm24.counters["neigh"]["table_overflows"]
+    shown = int(text.split("\n")[3].split()[0])
+    assert shown == min(n, 10)                 # (2 s: the burst only)
+    # the model's counters in the later kernel's layout, on request
+    later = procfs.arp_cache_stat(worm24, layout="2.6.9").splitlines()
+    assert later[0].startswith("entries  allocs") and len(later[1].split()) == 11
+    with pytest.raises(Exception, match="layout"):
+        procfs.arp_cache_stat(worm24, layout="2.6")
+    # a 2.6.20 kernel has the file
+    res = ping.run(seed=1, kernel="2.6.20", background_pps=200, duration=0.2)
+    assert procfs.arp_cache_stat(res).startswith("entries  allocs")
+
+
+def test_icmp_messages_look_up_their_output_route(worm24):
+    # icmp_send does ip_route_output before its rate limit (2.4.24 icmp.c):
+    # every message the router originates counts an out_hit or out_slow_tot
+    rows = worm24.counters["rt_cache_stat"]
+    out_hit = sum(r[STAT_FIELDS.index("out_hit")] for r in rows)
+    out_slow = sum(r[STAT_FIELDS.index("out_slow_tot")] for r in rows)
+    icmp = worm24.counters["icmp"]
+    assert icmp["OutMsgs"] > 0 and out_slow > 0
+    assert out_hit + out_slow >= icmp["OutMsgs"]
+    # one miss per (destination, error-or-reply): far fewer than the messages
+    assert out_slow < out_hit

@@ -30,6 +30,22 @@ def test_pktgen_sequential_flows_send_flow_len_packets_back_to_back():
     assert len(set(d[:12])) == 4 and not set(d[:12]) & set(d[12:24])
 
 
+def test_pktgen_random_flows_follow_pktgen_v258():
+    # 2.6.11's pktgen v2.58 mod_cur_headers: a random flow per packet; a flow's
+    # destination lasts flowlen + 1 packets (count reset once above flowlen)
+    flows, flow_len = 8, 3
+    tr = Pktgen(pps=10_000, flows=flows, flow_len=flow_len, saddr=1, dev=0, seed=3,
+                order="random").window(0.0, 2.0)
+    d = tr.daddr
+    # each destination is used by exactly flow_len + 1 packets (but a flow's
+    # last, unfinished one)
+    _, counts = np.unique(d, return_counts=True)
+    assert (counts == flow_len + 1).sum() >= len(counts) - flows
+    assert counts.max() == flow_len + 1
+    # and consecutive packets are not a flow's run: the flows interleave
+    assert np.mean(d[1:] == d[:-1]) < 0.3
+
+
 def _napi_router():
     devs = [Device("eth0", "e1000", 0, rx_ring=32), Device("eth1", "e1000", 0)]
     # (small on-link subnets: the random destinations all leave through the

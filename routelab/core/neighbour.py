@@ -988,7 +988,12 @@ class NeighTable:
         return out
 
     def ip_neigh(self, dev_names: Mapping[int, str] | None = None) -> str:
-        """An ``ip -s neigh``-like listing: address, dev, lladdr if valid, ref, state."""
+        """An ``ip -s neigh``-like listing: address, dev, lladdr if valid, ref, state.
+
+        ``ref`` is what netlink reports, the count less the table's own
+        reference: neigh_fill_info sets ``ndm_refcnt`` to refcnt - 1
+        (net/core/neighbour.c, 2.4.24 and v2.6.0, MaximeChretien/linux-history);
+        ``ip`` prints it only with ``-s``."""
         lines = []
         for n in self:
             dev = dev_names.get(n.dev, str(n.dev)) if dev_names else str(n.dev)
@@ -999,5 +1004,5 @@ class NeighTable:
                 ll = n.ha if isinstance(n.ha, str) else "02:00:" + ":".join(
                     f"{(n.key >> s) & 255:02x}" for s in (24, 16, 8, 0))
                 ll = f" lladdr {ll}"
-            lines.append(f"{int_to_ip(n.key)} dev {dev}{ll} ref {n.refcnt} {n.state_name}")
+            lines.append(f"{int_to_ip(n.key)} dev {dev}{ll} ref {n.refcnt - 1} {n.state_name}")
         return "\n".join(lines)

@@ -30,7 +30,8 @@ cdef class Cpu:
     cdef public long slot_rcu, slot_entry
     cdef public long long runs
     cdef public IntervalLog ivlog
-    cdef public long long ctxsw, ksoftirqd_wakeups, user_ticks, slivers
+    cdef public long long ctxsw, ksoftirqd_wakeups, user_ticks, slivers, resched_same
+    cdef public long ksd_slice, ksd_left, ksd_expiry
 
     cpdef double net_rx_action(self, double t, long weight, double cost) except? -1.0
     cpdef double cpu_was_free(self, double b, double t) except? -1.0
@@ -41,6 +42,7 @@ cdef class Cpu:
     cpdef int switched(self, double t) except -1
     cpdef int wake_sleepers(self, double t) except -1
     cpdef int ksoftirqd_runs(self, double t) except -1
+    cpdef int ksoftirqd_resched(self, double t) except -1
     cpdef int ksoftirqd_stops(self, double t) except -1
     cpdef int charge(self, double due, double w) except -1
     cpdef int served(self, double start, double svc, double fin) except -1

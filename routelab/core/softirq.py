@@ -145,6 +145,12 @@ class Cpu:
         self.slivers = 0
         self.ksoftirqd_s = 0.0
         self.ksoftirqd_since = 0.0
+        # (no runqueue) ksoftirqd's time slice: nice 19 gets MIN_TIMESLICE,
+        # 10 ms in jiffies of this kernel's HZ (at least one)
+        self.ksd_slice = max(10 * hz // 1000, 1)
+        self.ksd_left = self.ksd_slice
+        self.ksd_expiry = 0
+        self.resched_same = 0
 
     # -- the softirq run a packet's service belongs to ------------------------------
     @cython.locals(b=cython.double, start=cython.double, svc=cython.double,
@@ -353,8 +359,18 @@ class Cpu:
           state), calling cond_resched() between them: schedule() only once
           ``need_resched`` is set.  When it finds nothing pending it sleeps
           (:meth:`cpu_was_free`).
-        * Without a runqueue (no user task) ksoftirqd runs until the work is
-          done.
+        * Without a runqueue (no user task) ksoftirqd still has its time slice
+          (nice 19: ``MIN_TIMESLICE``, 10 ms).  The tick that uses it up sets
+          ``need_resched`` and refills it; the ``cond_resched()`` after the
+          ``do_softirq`` that was running calls schedule(), which finds
+          ksoftirqd alone (the arrays swap) and picks it again -- yet passes
+          the quiescent-state increment on its way, so a CPU that only
+          forwards still ends grace periods every 10 ms or so
+          (:meth:`ksoftirqd_resched`).  Kernel: kernel/softirq.c ksoftirqd
+          (the ``while`` loop of do_softirq and cond_resched, v2.6.1 and
+          v2.6.0), kernel/sched.c scheduler_tick (slice expiry) and schedule
+          (the ``switch_tasks`` label counts the quiescent state before it
+          compares prev and next, v2.6.1), MaximeChretien/linux-history.
 
         Time with ksoftirqd current is summed (``ksoftirqd_s``, summary
         ``cpu_ksoftirqd_pct``): top charges a task every tick that lands
@@ -395,6 +411,8 @@ class Cpu:
             if not self.in_ksoftirqd:
                 self.ksoftirqd_wakeups += 1
                 self.ksoftirqd_runs(start)
+            else:
+                self.ksoftirqd_resched(start)
             return start
         rq = self.rq
         self.sched_ticks(start, True)
@@ -430,21 +448,62 @@ class Cpu:
         self.user_runs(start, end, False)
         return end
 
+    @cython.locals(k=cython.long)
     def ksoftirqd_runs(self, t: float) -> int:
         """(No runqueue) ksoftirqd is woken and runs at ``t``: a context switch (a
-        quiescent state), and ksoftirqd is the current task from now on."""
+        quiescent state), and ksoftirqd is the current task from now on.  Its
+        slice runs out at the tick ``ksd_left`` ticks on (what is left of it
+        carries over from its last run, as ``p->time_slice`` does)."""
         self.ctxsw += 1
         if self.rcu is not None:
             self.rcu.quiescent(self.num, t, "ctxsw")
         self.in_ksoftirqd = True
         self.ksoftirqd_since = t
+        k = math.floor(t * self.hz + 1e-6)
+        self.ksd_expiry = k + self.ksd_left
         return 0
 
+    @cython.locals(k=cython.long)
+    def ksoftirqd_resched(self, t: float) -> int:
+        """(No runqueue) ksoftirqd's ``cond_resched()`` at ``t``, after a
+        ``do_softirq``: if a tick since the last one used up its slice,
+        schedule() runs and picks ksoftirqd again -- a quiescent state
+        (``ctxsw``) though no other task runs.  The slice was refilled at the
+        expiring tick; several expiries inside one long ``do_softirq`` give
+        one schedule() (``need_resched`` is a flag).  Counted in ``ctxsw``
+        (every schedule() pass, as the runqueue model counts them) and in
+        ``resched_same``.
+
+        Kernel: kernel/sched.c scheduler_tick and schedule, kernel/softirq.c
+        ksoftirqd (v2.6.1, MaximeChretien/linux-history).  Simplified: a 2.4
+        kernel gets the same 10 ms rule (its RCU-free route cache makes the
+        quiescent state moot; only the counters see it).
+        """
+        k = math.floor(t * self.hz + 1e-6)
+        if k < self.ksd_expiry:
+            return 0
+        self.ksd_expiry += self.ksd_slice * (1 + (k - self.ksd_expiry) // self.ksd_slice)
+        self.ctxsw += 1
+        self.resched_same += 1
+        if self.rcu is not None:
+            self.rcu.quiescent(self.num, t, "ctxsw")
+        return 0
+
+    @cython.locals(k=cython.long)
     def ksoftirqd_stops(self, t: float) -> int:
         """ksoftirqd stops being the current task at ``t`` (it sleeps, or was
-        switched out): the time since it started is top's ksoftirqd time."""
+        switched out): the time since it started is top's ksoftirqd time, and
+        the ticks it was charged come off its slice."""
+        was = self.in_ksoftirqd
         self.in_ksoftirqd = False
         self.ksoftirqd_s += t - self.ksoftirqd_since
+        if self.rq is None and was:
+            k = math.floor(t * self.hz + 1e-6)
+            if k >= self.ksd_expiry:
+                # its slice ran out while it worked (refilled at that tick)
+                self.ksd_left = self.ksd_slice - (k - self.ksd_expiry) % self.ksd_slice
+            else:
+                self.ksd_left = self.ksd_expiry - k
         return 0
 
     # -- accounting ------------------------------------------------------------------

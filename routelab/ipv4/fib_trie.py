@@ -607,3 +607,205 @@ class FibTrie:
                     walk(c, n, n.pos + n.bits)
         if self.root is not None:
             walk(self.root, None, 0)
+
+
+class FlatTrie:
+    """A :class:`FibTrie` frozen into arrays, for looking up many addresses.
+
+    The FIB does not change during a run, so the per-packet lookups of a
+    whole trace can be done at once: :meth:`lookup_many` walks every address
+    down (and back up) the same nodes, in the same order, as
+    :meth:`FibTrie.lookup` does, one step per iteration for all addresses
+    still walking, and returns the same answers and the same counts (a test
+    checks both against the scalar walk).
+
+    ``values`` lists the route objects; lookups return indices into it
+    (-1: no route).
+    """
+
+    def __init__(self, trie: FibTrie) -> None:
+        import numpy as np
+
+        nodes: list = []
+        ids: dict[int, int] = {}
+        stack = [trie.root] if trie.root is not None else []
+        while stack:
+            n = stack.pop()
+            ids[id(n)] = len(nodes)
+            nodes.append(n)
+            if isinstance(n, TNode):
+                stack.extend(c for c in reversed(n.child) if c is not None)
+        count = len(nodes)
+        self.is_leaf = np.zeros(count, dtype=bool)
+        self.key = np.zeros(count, dtype=np.int64)
+        self.pos = np.zeros(count, dtype=np.int64)
+        self.bits = np.zeros(count, dtype=np.int64)
+        self.parent = np.full(count, -1, dtype=np.int64)
+        self.slot = np.zeros(count, dtype=np.int64)      # index in the parent
+        self.child_base = np.zeros(count, dtype=np.int64)
+        self.info_base = np.zeros(count, dtype=np.int64)
+        self.info_count = np.zeros(count, dtype=np.int64)
+        children: list[int] = []
+        info_mask: list[int] = []
+        info_plen: list[int] = []
+        info_value: list[int] = []
+        self.values: list = []
+        value_ids: dict[int, int] = {}
+        for i, n in enumerate(nodes):
+            self.key[i] = n.key
+            if n.parent is not None:
+                self.parent[i] = ids[id(n.parent)]
+                self.slot[i] = bits_at(n.key, n.parent.pos, n.parent.bits)
+            if isinstance(n, Leaf):
+                self.is_leaf[i] = True
+                self.info_base[i] = len(info_mask)
+                self.info_count[i] = len(n.infos)
+                for plen, mask, value in n.infos:
+                    if id(value) not in value_ids:
+                        value_ids[id(value)] = len(self.values)
+                        self.values.append(value)
+                    info_mask.append(mask)
+                    info_plen.append(plen)
+                    info_value.append(value_ids[id(value)])
+            else:
+                self.pos[i] = n.pos
+                self.bits[i] = n.bits
+                self.child_base[i] = len(children)
+                children.extend(ids[id(c)] if c is not None else -1 for c in n.child)
+        self.children = np.array(children, dtype=np.int64)
+        self.info_mask = np.array(info_mask, dtype=np.int64)
+        self.info_plen = np.array(info_plen, dtype=np.int64)
+        self.info_value = np.array(info_value, dtype=np.int64)
+        self.max_infos = int(self.info_count.max()) if count else 0
+        self.empty = count == 0
+
+    # vectorised helpers (int64 arrays holding 32-bit keys)
+    @staticmethod
+    def _bits_at(np, key, offset, nbits):
+        off = np.minimum(offset, KEYLENGTH)
+        nb = np.maximum(nbits, 0)
+        val = ((key << off) & _ALL) >> (KEYLENGTH - nb)
+        return np.where((offset >= KEYLENGTH) | (nb == 0), 0, val)
+
+    @staticmethod
+    def _prefix_of(np, key, length):
+        ln = np.clip(length, 0, KEYLENGTH)
+        return np.where(ln <= 0, 0, (key >> (KEYLENGTH - ln)) << (KEYLENGTH - ln))
+
+    def _leaf_match(self, np, leaf, addr):
+        """First prefix of each leaf covering its address: (value id, plen), -1 if none."""
+        value = np.full(leaf.shape[0], -1, dtype=np.int64)
+        plen = np.full(leaf.shape[0], -1, dtype=np.int64)
+        base = self.info_base[leaf]
+        cnt = self.info_count[leaf]
+        lkey = self.key[leaf]
+        for k in range(self.max_infos):
+            open_ = (value < 0) & (k < cnt)
+            if not open_.any():
+                break
+            j = np.where(open_, base + k, 0)
+            hit = open_ & (lkey == (addr & self.info_mask[j]))
+            value = np.where(hit, self.info_value[j], value)
+            plen = np.where(hit, self.info_plen[j], plen)
+        return value, plen
+
+    def lookup_many(self, addrs):
+        """Look every address up; returns int64 arrays
+        ``(value_id, plen, tnodes, leaves, backtracks)``."""
+        import numpy as np
+
+        addr = np.asarray(addrs).astype(np.int64) & _ALL
+        n = addr.shape[0]
+        value = np.full(n, -1, dtype=np.int64)
+        plen = np.full(n, -1, dtype=np.int64)
+        tn = np.zeros(n, dtype=np.int64)
+        lv = np.zeros(n, dtype=np.int64)
+        bt = np.zeros(n, dtype=np.int64)
+        if self.empty or n == 0:
+            return value, plen, tn, lv, bt
+        if self.is_leaf[0]:
+            v, p = self._leaf_match(np, np.zeros(n, dtype=np.int64), addr)
+            return v, p, tn, lv + 1, bt
+        lane = np.arange(n)
+        node = np.zeros(n, dtype=np.int64)
+        upto = np.full(n, KEYLENGTH, dtype=np.int64)
+        index = self._bits_at(np, self._prefix_of(np, addr, upto), self.pos[node], self.bits[node])
+        while lane.size:
+            a = addr[lane]
+            tn[lane] += 1
+            child = self.children[self.child_base[node] + index]
+            is_null = child < 0
+            c = np.where(is_null, 0, child)
+            at_leaf = ~is_null & self.is_leaf[c]
+            back = is_null.copy()
+            finished = np.zeros(lane.size, dtype=bool)
+            if at_leaf.any():
+                w = np.flatnonzero(at_leaf)
+                lv[lane[w]] += 1
+                v, p = self._leaf_match(np, c[w], a[w])
+                got = v >= 0
+                value[lane[w[got]]] = v[got]
+                plen[lane[w[got]]] = p[got]
+                finished[w[got]] = True
+                back[w[~got]] = True
+            at_tnode = ~is_null & ~at_leaf
+            if at_tnode.any():
+                w = np.flatnonzero(at_tnode)
+                cn, pn, ww, up = c[w], node[w], a[w], upto[w]
+                cpos = self.pos[cn]
+                ckey = self.key[cn]
+                ok = np.ones(w.size, dtype=bool)
+                short = up < self.pos[pn] + self.bits[pn]
+                first_child = self.children[self.child_base[cn]]
+                ok &= ~(short & ((self._bits_at(np, ckey, up, cpos - up) != 0)
+                                 | (first_child < 0)))
+                differs = self._prefix_of(np, ckey ^ ww, cpos)
+                has = differs != 0
+                # first differing bit: 32 - bit_length(differs)
+                blen = np.frexp(np.where(has, differs, 1).astype(np.float64))[1]
+                first = KEYLENGTH - blen
+                ok &= ~(has & (self._bits_at(np, ckey, first, cpos - first) != 0))
+                up = np.where(ok & has & (up >= cpos), first, up)
+                d = w[ok]
+                upto[d] = up[ok]
+                node[d] = cn[ok]
+                index[d] = self._bits_at(np, self._prefix_of(np, a[d], upto[d]),
+                                         self.pos[node[d]], self.bits[node[d]])
+                back[w[~ok]] = True
+            if back.any():
+                w = np.flatnonzero(back)
+                failed = self._backtrack(np, w, node, index, upto, bt, lane)
+                finished[w[failed]] = True
+            keep = ~finished
+            lane, node, index, upto = lane[keep], node[keep], index[keep], upto[keep]
+        return value, plen, tn, lv, bt
+
+    def _backtrack(self, np, w, node, index, upto, bt, lane):
+        """Chop the lowest set index bit (climbing while none is left) for the
+        walks ``w``; returns a mask of those that climbed past the root."""
+        failed = np.zeros(w.size, dtype=bool)
+        todo = np.arange(w.size)
+        while todo.size:
+            s = w[todo]
+            nd, ix = node[s], index[s]
+            nbits = self.bits[nd]
+            low = ix & -ix
+            chop = np.where(ix != 0, np.frexp(np.maximum(low, 1).astype(np.float64))[1],
+                            nbits + 1)
+            chop = np.minimum(chop, nbits + 1)
+            upto[s] = np.minimum(upto[s], self.pos[nd] + nbits - chop)
+            inside = chop <= nbits
+            si = s[inside]
+            index[si] = ix[inside] & ~(1 << (chop[inside] - 1))
+            climb = ~inside
+            sc, nc = s[climb], nd[climb]
+            up = self.parent[nc]
+            root = up < 0
+            failed[todo[climb][root]] = True
+            go = ~root
+            sg = sc[go]
+            index[sg] = self.slot[nc[go]]
+            node[sg] = up[go]
+            bt[lane[sg]] += 1
+            todo = todo[climb][go]
+        return failed

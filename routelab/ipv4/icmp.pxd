@@ -12,6 +12,10 @@ cdef class Icmp:
     cdef public dict counters, xrlim, errlim, redir
     cdef public long long limited, host_unreach
     cdef public double send_cost
+    cdef public set out_keys
+    cdef public list out_hit, out_slow
+
+    cpdef int output_route(self, long typ, long dev, object saddr) except -1
 
     cpdef bint xrlim_allow(self, object saddr, double now) except -1
     cpdef bint ip_error_allow(self, object key, double now) except -1

@@ -137,6 +137,20 @@ class Icmp:
     redir : dict
         Redirect state per source address when there is no route cache.
 
+    out_hit, out_slow : list
+        Output route lookups per device the message leaves by: every
+        message the router originates first looks up its output route,
+        before any rate limit (icmp_send: ``ip_route_output`` to the
+        offending packet's source, then ``icmpv4_xrlim_allow``; icmp_reply
+        the same for echo replies; 2.4.24 net/ipv4/icmp.c,
+        MaximeChretien/linux-history).  The first lookup of a key (the
+        destination, and error or reply: their source address and TOS
+        differ) is a miss (``out_slow_tot``), the later ones hits
+        (``out_hit``); merged into ``rt_cache_stat`` on the device's CPU.
+        Simplified: the output routes are counted, not put in the modelled
+        cache (its GC never evicts them, so a key hits for the whole run;
+        their cost is inside ``icmp_send``'s).
+
     Simplification: ``xrlim_allow`` is keyed by the offending packet's
     source address (the kernel keys it by the output route to it, which is
     one per source for the router's own output).
@@ -152,6 +166,20 @@ class Icmp:
         self.errlim: dict = {}
         self.redir: dict = {}
         self.send_cost = composed(cost, "icmp_send")
+        self.out_keys: set = set()
+        self.out_hit = [0] * len(devices)
+        self.out_slow = [0] * len(devices)
+
+    @cython.locals(typ=cython.long, dev=cython.long)
+    def output_route(self, typ: int, dev: int, saddr) -> int:
+        """icmp_send / icmp_reply's output route lookup (see ``out_hit``)."""
+        key = (saddr, typ == _ECHOREPLY)
+        if key in self.out_keys:
+            self.out_hit[dev] += 1
+        else:
+            self.out_keys.add(key)
+            self.out_slow[dev] += 1
+        return 0
 
     @cython.locals(now=cython.double, ok=cython.bint)
     def xrlim_allow(self, saddr, now: float) -> bool:
@@ -178,6 +206,7 @@ class Icmp:
         redirects are never limited here (redirects have their own spacing,
         :func:`redirect_allow`; frag-needed is exempt: ``limited=False``)."""
         c = self.counters
+        self.output_route(typ, dev, saddr)
         if typ == _TIME_EXCEEDED or typ == _DEST_UNREACH:
             if limited and not self.xrlim_allow(saddr, now):
                 return _NAN

@@ -121,7 +121,7 @@ cdef class RouteCache(DstFamily):
     cpdef int _check_args(self, long cpu, long h=*) except -1
     cpdef DstEntry ip_route_input_slow(self, double now, long cpu, unsigned long long key,
                                        long ik, long h, long rtype, long oif, long long gw,
-                                       long nrules, long martian)
+                                       long nrules, long martian, double vfib=*)
     cpdef DstEntry rt_intern_hash(self, DstEntry e, long h, double now, long cpu)
     cpdef double rt_garbage_collect(self, double now, long cpu) except? -1.0
     cpdef double gc(self, double now, long cpu) except? -1.0

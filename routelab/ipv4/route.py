@@ -434,7 +434,7 @@ class RouteCache(DstFamily):
         flush_tx(self.devices, now)
         mark = lg.total
         e = self.ip_route_input_slow(now, cpu, key, ik, hh, pk.rtype[j], pk.oif[j], pk.gw[j],
-                                     pk.nrules[j], pk.martian[j])
+                                     pk.nrules[j], pk.martian[j], pk.vfib[j])
         ts = lg.t
         lg.svc += ts
         # (the GC and the neighbour layer, if they ran, charged their own slots)
@@ -470,12 +470,15 @@ class RouteCache(DstFamily):
     @cython.locals(e=DstEntry, t=cython.double, lg=Ledger)
     def ip_route_input_slow(self, now: float, cpu: int, key: int, ik: int, h: int,
                             rtype: int, oif: int, gw: int, nrules: int,
-                            martian: int) -> DstEntry | None:
+                            martian: int, vfib: float = 0.0) -> DstEntry | None:
         """Resolve a cache miss: the new entry, or ``None`` if the packet is refused.
 
         Kernel: net/ipv4/route.c ip_route_input_slow.  ``martian`` is 0, 1
         (martian source) or 2 (martian destination); martians are counted and
-        refused without a cache entry.  A FIB failure makes a cached
+        refused without a cache entry.  ``vfib`` is the time of
+        fib_validate_source's reverse FIB lookup(s) (routelab.prepare
+        ``_validate_source_cost``), paid by a packet the FIB routes (unicast
+        or local) after its own lookup.  A FIB failure makes a cached
         *unreachable* entry (``in_no_route``).  On success the entry comes
         back with a reference held for the packet.  The seconds are left in
         ``ledger.t``, the reason of a refusal in ``ledger.why`` (an outcome
@@ -492,7 +495,7 @@ class RouteCache(DstFamily):
             lg.t = t
             lg.why = _O_MARTIAN
             return None
-        t += self._c_fib + nrules * self._c_rule
+        t += self._c_fib + nrules * self._c_rule + vfib
         if rtype == _RTN_UNREACHABLE or rtype == _RTN_BLACKHOLE or rtype == _RTN_PROHIBIT:
             st[S_IN_NO_ROUTE] += 1
         elif rtype == _RTN_BROADCAST:

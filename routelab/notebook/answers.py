@@ -649,6 +649,132 @@ _Q03 = (
                     "second keep the pool full, and from then on 6.x refuses every fragment. "
                     "At 1 % loss and 100 datagrams/s about 20 orphans arrive per second.",
         solution="orphans_per_s = 4 * 1024**2 / (22 * 2944 + 200) / 30   # about 2.2"),
+# -- notebook 04: a container's TCP through the host's forward path ---------------------------
+
+COW_OUTCOMES = ("nothing: the clone has plenty of headroom",
+                "copy only the header area (about 200 bytes); the payload stays shared",
+                "copy the whole linear area, head to tail, into a new buffer")
+CSUM_OUTCOMES = ("CPU falls by the software checksum's share; throughput stays",
+                 "nothing changes: ip_forward fills in the checksums anyway",
+                 "the transfer collapses: host B drops the segments as bad checksums")
+
+
+def _cow_copies(steps) -> dict:
+    clone = steps[-1][1][-1][1]
+    before = steps[1][1][-1][1]
+    if clone["copied"] >= before["tail"]:
+        exp = COW_OUTCOMES[2]
+    elif clone["copied"]:
+        exp = COW_OUTCOMES[1]
+    else:
+        exp = COW_OUTCOMES[0]
+    return {"expected": exp, "copied": clone["copied"], "headroom": before["data"],
+            "low": before["dataref"], "high": before["dataref_nohdr"]}
+
+
+def _cow_points(run) -> dict:
+    prof = run.counters["cpu_by_function"]
+    scale = 100.0 / (run.duration * max(1, run.config.ncpus))
+    s = run.summary()
+    segs = s["segments"] / run.duration
+    return {"expected": prof.get("skb_cow (pskb_expand_head)", 0.0) * scale,
+            "segs": segs, "bytes": s["bytes_copied_per_packet"]}
+
+
+def _skip_cpu(base, skip) -> dict:
+    b, k = base.summary()["cpu_load_pct"], skip.summary()["cpu_load_pct"]
+    return {"expected": k, "base": b, "saved": b - k}
+
+
+def _csum_features(skip, trap) -> dict:
+    s0, s1 = skip.summary(), trap.summary()
+    if s1["bad_checksums"] and s1["throughput_mbps"] < 0.5 * s0["throughput_mbps"]:
+        exp = CSUM_OUTCOMES[2]
+    elif s1["cpu_load_pct"] < s0["cpu_load_pct"] - 0.5:
+        exp = CSUM_OUTCOMES[0]
+    else:
+        exp = CSUM_OUTCOMES[1]
+    return {"expected": exp, "bad": s1["bad_checksums"], "mbps": s1["throughput_mbps"],
+            "mbps0": s0["throughput_mbps"]}
+
+
+def _fixed_cpu(skip, fixed) -> dict:
+    a, b = skip.summary()["cpu_load_pct"], fixed.summary()["cpu_load_pct"]
+    return {"expected": b, "skip": a, "saved": a - b}
+
+
+def _sg_bytes(run) -> dict:
+    return {"expected": run.summary()["bytes_copied_per_packet"]}
+
+
+_Q04 = (
+    Question(
+        "04-container-checksums", "cow-copies", "cow_does",
+        "one of the three answers, as its letter or its text",
+        _cow_copies, choices=COW_OUTCOMES,
+        hint="skb_cow asks skb_cloned(), not skb_header_cloned(). Which of the two is true "
+             "for the clone, with the dataref counts the drawing shows?",
+        explanation="there are {headroom} bytes in front of the data, far more than the 16 "
+                    "skb_cow asks for, but its buffer has dataref {low} with {high} header-free "
+                    "reference: skb_cloned() is true. So skb_cow calls pskb_expand_head, which "
+                    "copies everything from head to tail ({copied:,} bytes) into a new buffer. "
+                    "The 2.6.20 ip_forward asks the stricter question; the header-only test "
+                    "would have said no copy is needed for the TTL byte.",
+        solution='cow_does = "c"   # skb_cloned() is true: pskb_expand_head copies head..tail'),
+    Question(
+        "04-container-checksums", "cow-points", "cow_points",
+        "a number: the CPU points (percent of both CPUs) the copies cost",
+        _cow_points, unit="points", rel=0.3,
+        hint="points = segments per second × (fixed cost + bytes × seconds per byte) / 2 CPUs "
+             "× 100; the bytes are head to tail of the clone in the drawing.",
+        explanation="the model's skb_cow row is {expected:.2f} points: {segs:,.0f} segments a "
+                    "second, each a kmalloc plus a memcpy of {bytes:,.0f} bytes.",
+        solution="cow_points = 62_100 * (615 / 2.8e9 + 1608 / 1.2e9) / 2 * 100"
+                 "   # segments/s x cost per copy / 2 CPUs"),
+    Question(
+        "04-container-checksums", "skip-cpu", "skip_cpu_pct",
+        "a number: host A's CPU load with cow=skip, in %",
+        _skip_cpu, unit="%", tol=1.5,
+        hint="The hack removes the copy, and only the copy: start from the container's load.",
+        explanation="the load goes from {base:.2f} % to {expected:.2f} % ({saved:.2f} points "
+                    "less). What is left over the host's own netperf is the second trip through "
+                    "a stack (pair device, the host's receive, route and forward path for data "
+                    "and ACKs) and the software checksum at the send.",
+        solution="skip_cpu_pct = 21.4 - 4.6   # the container's load minus the copy"),
+    Question(
+        "04-container-checksums", "csum-features", "csum_features",
+        "one of the three answers, as its letter or its text",
+        _csum_features, choices=CSUM_OUTCOMES,
+        hint="With a checksum feature the container's TCP leaves the checksum for the device "
+             "(CHECKSUM_PARTIAL). What does the 2.6.20 ip_forward do to ip_summed, and who "
+             "fills the checksum in after that?",
+        explanation="ip_forward sets ip_summed to CHECKSUM_NONE, so the host's NIC believes "
+                    "the checksum is done, and nobody ever computes it. Host B counts {bad:,} "
+                    "bad checksums and drops them; after the first window TCP only retransmits "
+                    "after timeouts, and the throughput falls from {mbps0:.0f} to {mbps:.0f} "
+                    "Mbit/s.",
+        solution='csum_features = "c"   # ip_forward drops CHECKSUM_PARTIAL: unfilled checksums'),
+    Question(
+        "04-container-checksums", "ex1-fixed-cpu", "fixed_cpu_pct",
+        "a number: host A's CPU load with the hack, the features and a forward path that "
+        "keeps CHECKSUM_PARTIAL, in %",
+        _fixed_cpu, unit="%", tol=1.0,
+        hint="Start from the hack's load and take off the checksum half of "
+             "csum_partial_copy_generic (the copy from user stays).",
+        explanation="the model gives {expected:.2f} % against {skip:.2f} % with the hack alone: "
+                    "the checksum pass was worth {saved:.2f} points.",
+        solution="fixed_cpu_pct = 16.8 - 1.5   # the hack's load minus the checksum pass"),
+    Question(
+        "04-container-checksums", "ex2-sg-bytes", "sg_bytes",
+        "a number: the bytes skb_cow copies per segment when the pair device has SG only",
+        _sg_bytes, unit="B", rel=0.05,
+        hint="Without GSO, how large does tcp_sendmsg make the linear part of an skb for a "
+             "1448-byte MSS (select_size)?",
+        explanation="{expected:,.0f} bytes: without GSO the 1448-byte MSS fits the linear "
+                    "part, so SG alone changes nothing for the copy; only SG with GSO puts "
+                    "the payload into page frags, which pskb_expand_head references instead "
+                    "of copying.",
+        solution="sg_bytes = 160 + 1448   # head..tail: SG alone keeps a 1448-byte MSS linear"),
 )
 
 
@@ -663,7 +789,7 @@ def _registry(*groups) -> Mapping[tuple[str, str], Question]:
 
 
 #: Every question, by ``(notebook, qid)``, in notebook order (read-only).
-QUESTIONS: Mapping[tuple[str, str], Question] = _registry(_Q00, _Q01, _Q02, _Q03)
+QUESTIONS: Mapping[tuple[str, str], Question] = _registry(_Q00, _Q01, _Q02, _Q03, _Q04)
 
 
 def for_notebook(notebook: str) -> list[Question]:

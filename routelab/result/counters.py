@@ -14,6 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.dropreason import OUTCOMES as OC
+from ..ipv4.route import STAT_FIELDS as _RT_STAT
+
+_S_OUT_HIT, _S_OUT_SLOW = _RT_STAT.index("out_hit"), _RT_STAT.index("out_slow_tot")
 
 __all__ = ["Counters", "DEV_FIELDS", "MIB_FIELDS", "REASM_FIELDS"]
 
@@ -126,8 +129,18 @@ class Counters:
             out["neigh"] = arp.counters()
             out["neigh"]["entries"] = arp.tbl.entries
             out["neigh"]["table_overflows"] = cache.neigh_overflows if cache is not None else 0
+        c20 = getattr(run, "cache20", None)
+        if c20 is not None:
+            out["rt20"] = {**c20.counters, **c20.census()}
         if cache is not None:
-            out["rt_cache_stat"] = cache.stat_rows()
+            rows = cache.stat_rows()
+            # the output route lookups of the ICMP messages the router sent
+            # (routelab.ipv4.icmp.Icmp.out_hit), on the CPU of their device
+            for nd in run.devices:
+                c = r.devices[nd.index].cpu
+                rows[c][_S_OUT_HIT] += icmp.out_hit[nd.index]
+                rows[c][_S_OUT_SLOW] += icmp.out_slow[nd.index]
+            out["rt_cache_stat"] = rows
             out["dst"] = {"entries": cache.dst.entries, "allocated": cache.dst.allocated,
                           "destroyed": cache.dst.destroyed, "garbage": len(cache.dst.garbage),
                           "gc_runs": cache.dst.gc_runs, "gc_walked": cache.dst.gc_walked,

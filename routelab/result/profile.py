@@ -58,6 +58,7 @@ PACKET_ROWS = {
     "ip_rcv": "ip_rcv",
     "lookup": "rt_hash+ip_route_input (every lookup)",
     "fib": "fib_lookup (per packet)",
+    "route20": "ip_rt_route (2.0: cache walk; misses: slow route, rt_cache_add, GC, ARP)",
     "forward": "ip_forward+skb_cow+ip_decrease_ttl",
     "output": "ip_output+dev_queue_xmit+driver TX",
     "icmp": "icmp_send+ip_output+dev_queue_xmit (ICMP errors, redirects)",
@@ -98,7 +99,10 @@ def packet_profile(config, has_cache: bool, p: dict, pk: dict) -> dict:
     # the route lookup, hit or miss (not reached by a bad header, nor by ARP)
     routed = proc & (cls != C_HDR) & (cls != C_ARP)
     hit = np.broadcast_to(np.asarray(p["route_hit_cost"], dtype=np.float64), (n,))
-    prof["lookup" if has_cache else "fib"] = float(hit[routed].sum())
+    key = "lookup" if has_cache else "fib"
+    if getattr(config.kernel, "cache20", False):
+        key = "route20"     # (2.0's ip_rt_route: routelab.ipv4.route20)
+    prof[key] = float(hit[routed].sum())
     # the path (classify), or only kfree_skb for a packet the lookup refused
     refused = np.zeros(n, dtype=bool)
     for name in _REFUSED:

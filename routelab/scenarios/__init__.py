@@ -19,6 +19,7 @@ SCENARIOS = {
     "frag": "routelab.scenarios.frag",
     "container": "routelab.scenarios.container",
     "nfs": "routelab.scenarios.nfs",
+    "diversity": "routelab.scenarios.diversity",
 }
 
 

@@ -51,7 +51,9 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
          "Packets per flow before it moves to a new random destination."),
     Knob("flow_order", "sequential", str, choices=FLOW_ORDERS,
          help="How pktgen takes turns between flows: 'sequential' (flow_len packets of one "
-              "flow, then the next flow) or 'random' (a random flow per packet)."),
+              "flow, then the next flow; the calibration's fitted reading) or 'random' (a "
+              "random flow per packet, each destination kept flow_len + 1 packets: the "
+              "first pktgen with flows, v2.58 in 2.6.11; 2.6.0's pktgen has no flows)."),
     Knob("cpus", 2, int, 1, 2, "CPUs", "CPUs used (one input port each when 2)."),
     Knob("rx_ring", 256, int, 16, 4096, "descriptors", "RX descriptors per input NIC."),
     Knob("napi_weight", 64, int, 1, 1024, "packets",

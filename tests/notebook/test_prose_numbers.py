@@ -83,7 +83,7 @@ def _k6_vs_xeon_cycles(o):
 
 
 def _k6_vs_xeon_time(o):
-    return within(o.num("dba41d27", r"needs ([\d.]+) times as long"), 4.5, 5.5, "K6/P4 time")
+    return within(o.num("dba41d27", r"needs ([\d.]+) times as long"), 4.8, 6.2, "K6/P4 time")
 
 
 def _k6_cpu_us(o):
@@ -156,7 +156,11 @@ def _arp_defaults(o):
 
 
 def _table_full(o):
-    entries = int(o.text["arp-stat"].splitlines()[1].split()[0], 16)
+    # (2.4.24 has no /proc/net/stat/arp_cache: the model's counters follow in
+    # 2.6.9's layout, under its header)
+    lines = o.text["arp-stat"].splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("entries  allocs"))
+    entries = int(lines[at + 1].split()[0], 16)
     return entries == 1025, f"{entries} entries at the end"
 
 
@@ -264,12 +268,12 @@ def _write_23_fragments(o):
 
 CLAIMS: list[tuple[str, str, str, Callable]] = [
     (N00, "eda079f3", "more than twice as many *cycles*", _k6_vs_xeon_cycles),
-    (N00, "eda079f3", "about five\n  times faster", _k6_vs_xeon_time),
+    (N00, "eda079f3", "five to six\n  times faster", _k6_vs_xeon_time),
     (N00, "eda079f3", "(about 33 µs)", _k6_cpu_us),
     (N00, "e265643b", "about as cheap as a cache hit", _k20_like_a_hit),
     (N00, "0594d5c5", "Nothing is lost at this load", _nothing_lost),
     (N00, "question-1", "median ping RTT is 0.41 ms", _median_041),
-    (N00, "5d34dfb0", "about five times faster (section 1)", _k6_vs_xeon_time),
+    (N00, "5d34dfb0", "five to six times faster (section 1)", _k6_vs_xeon_time),
     (N00, "acf85955", "Its CPU part is the same\nas for the 1500-byte packet", _echo_cpu_same),
     (N00, "eab18eb0", "a miss adds more than half again", _miss_half_again),
     (N00, "eab18eb0", "ping latency hardly changes with load", _latency_flat),
