@@ -649,6 +649,9 @@ _Q03 = (
                     "second keep the pool full, and from then on 6.x refuses every fragment. "
                     "At 1 % loss and 100 datagrams/s about 20 orphans arrive per second.",
         solution="orphans_per_s = 4 * 1024**2 / (22 * 2944 + 200) / 30   # about 2.2"),
+)
+
+
 # -- notebook 04: a container's TCP through the host's forward path ---------------------------
 
 COW_OUTCOMES = ("nothing: the clone has plenty of headroom",
