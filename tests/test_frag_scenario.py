@@ -104,7 +104,11 @@ def test_real_kernel_matches_the_linux_6x_model():
     assert model["reasm_fails"] > model["reasm_timeouts"]      # the refusals happened
     # with the wheel's phase known (/proc/timer_list readable) they agree to a
     # few datagrams; estimated from CLOCK_MONOTONIC it can be ~0.1 s off
-    tol = 0.03 if c["jiffies_exact"] else 0.15
+    # -- and only if the real sender kept to the schedule the model plays: on
+    # a loaded machine it runs late, the frames reach the kernel later than
+    # the model has them, and the refusals at the 4 MiB cliff shift
+    late = c["real_extra"]["max_late_s"]
+    tol = 0.03 if c["jiffies_exact"] and late < 0.005 else 0.15
     for k in ("delivered", "reasm_oks", "reasm_fails", "reasm_timeouts"):
         assert abs(real[k] - model[k]) <= max(3, tol * model[k]), (k, real, model)
 

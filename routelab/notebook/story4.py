@@ -409,8 +409,21 @@ def container_explorer(*, duration: float = 0.05, seed: int = 1, dpi: int = 80,
                     step=1024, value=start.get("send_size")),
     ]
     fig = ProfileBar()
+    path, cow = controls[0], controls[1]
+
+    def host_only(change=None) -> None:
+        # netperf on the host forwards nothing: the hack and the pair device's
+        # features do not apply, so their controls are greyed out meanwhile
+        off = path.value == "host"
+        cow.disabled = off
+        pair.disabled = off
+
+    path.observe(host_only, names="value")
+    host_only()
 
     def update(**values) -> tuple[str, str]:
+        if values.get("path") == "host":
+            values = dict(values, cow="normal", pair_features="none")
         res = container.run(seed=seed, duration=duration, **values)
         fig.update(res)
         return container_readout(res), fig.alt
