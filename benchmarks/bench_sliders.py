@@ -14,9 +14,10 @@ Usage::
 Prints a table (median and p95 seconds per control) and writes
 ``benchmarks/results/sliders.json``.  Targets (median per control): 0.25 s for
 notebook 00's explorer and notebook 02's RCU primer; 0.5 s for notebook 01's
-explorer (issue 4), notebook 02's flood explorer (issue 5) and notebook 04's
-container explorer (issue 23).  ``--only NAME`` (repeatable) measures some
-explorers and updates their entries in the existing results file.
+explorer (issue 4), notebook 02's flood explorer (issue 5), notebook 03's NFS
+explorer (issue 22) and notebook 04's container explorer (issue 23).  ``--only
+NAME`` (repeatable) measures some explorers and updates their entries in the
+existing results file.
 
 Two clocks are reported: wall time (what a student waits) and the process's
 CPU time for the same update.  On an idle machine they agree; on a shared,
@@ -46,7 +47,7 @@ from routelab.notebook.explorers import EXPLORERS  # noqa: E402 - after the path
 TARGET_MEDIAN_S = 0.25
 #: Per-explorer targets where an issue sets another one.
 TARGETS = {"01-worm-cache-thrash": 0.5, "02-rcu-softirq-latency": 0.5,
-           "04-container-checksums": 0.5}
+           "03-fragment-flooding": 0.5, "04-container-checksums": 0.5}
 
 
 def target_of(name: str) -> float:
@@ -72,6 +73,10 @@ SWEEPS = {
     "flows": [1024, 65_536, 32_768],
     "flow_len": [4, 20, 10],
     "duration": [0.25, 0.15],      # the flood explorer's window (s): a short stretch only
+    # notebook 03's NFS explorer
+    "loss_pct": [0.5, 2.0, 5.0, 0.0],
+    "sndbuf": [32768, 131072, 1_068_160, 65535],
+    "wsize": [8192, 16384, 32768],
     # notebook 04's container explorer
     "send_size": [4096, 65536, 1024, 16384],
 }

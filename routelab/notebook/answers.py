@@ -498,6 +498,160 @@ _Q02 = (
 )
 
 
+# -- notebook 03: fragment flooding from a UDP sender ----------------------------------------
+
+MORE_FEWER = ("more datagrams than 2.4.19", "about the same", "fewer datagrams than 2.4.19")
+SPEEDUPS = ("about the same (less than 1.5 times)", "1.5 to 3 times as fast",
+            "more than 3 times as fast")
+
+
+def _n_fragments(udp_bytes: int, mtu: int = 1500) -> dict:
+    from .story3 import fragment_rows
+
+    rows = fragment_rows(udp_bytes, mtu)
+    ip_payload = udp_bytes + 8
+    per = (mtu - 20) // 8 * 8
+    return {"expected": len(rows), "ip_payload": ip_payload, "per": per,
+            "full": len(rows) - 1, "last": rows[0][2], "ratio": ip_payload / per}
+
+
+def _woken_room(room: dict) -> dict:
+    return {"expected": room["fits"], **room,
+            "free": room["sndbuf"] - room["start"],
+            "ratio": (room["sndbuf"] - room["start"] - room["last_ts"]) / room["full_ts"]}
+
+
+def _survive(unlimited, law: float) -> dict:
+    return {"expected": unlimited.delivered / unlimited.sent, "law": law,
+            "delivered": unlimited.delivered, "sent": unlimited.sent}
+
+
+def _newer_receiver(traces) -> dict:
+    old, new = traces["linux-2.4.19"], traces["linux-6.x"]
+    a, b = old.delivered / old.sent, new.delivered / new.sent
+    v = MORE_FEWER[0] if b > 1.1 * a else MORE_FEWER[2] if b < 0.9 * a else MORE_FEWER[1]
+    return {"expected": v, "old": a, "new": b, "refused": new.stats["frag_refused"],
+            "fails": new.stats["ReasmFails"]}
+
+
+def _fix_speedup(before: dict, after: dict) -> dict:
+    r = after["write_MBps"] / before["write_MBps"]
+    v = SPEEDUPS[0] if r < 1.5 else SPEEDUPS[1] if r <= 3 else SPEEDUPS[2]
+    return {"expected": v, "ratio": r, "before": before["write_MBps"],
+            "after": after["write_MBps"], "wasted": before["fragments_wasted"],
+            "sent": before["fragments_sent"], "after_wasted": after["fragments_wasted"],
+            "resends": before["rpc_resends"],
+            "share": before["fragments_wasted"] / max(before["fragments_sent"], 1)}
+
+
+def _orphans_fill(receiver: str = "linux-2.4.19", lost: int = 1, n: int = 23) -> dict:
+    from ..ipv4.ip_fragment import RECEIVERS
+
+    r = RECEIVERS[receiver]
+    per = (n - lost) * r.rx_truesize + r.qsize
+    return {"expected": r.high / per, "per": per, "high": r.high, "ts": r.rx_truesize,
+            "qsize": r.qsize, "held": n - lost}
+
+
+def _orphan_rate(receiver: str = "linux-6.x", lost: int = 1, n: int = 23) -> dict:
+    from ..ipv4.ip_fragment import RECEIVERS
+
+    r = RECEIVERS[receiver]
+    per = (n - lost) * r.rx_truesize + r.qsize
+    return {"expected": r.high / per / r.time, "per": per, "high": r.high, "time": r.time,
+            "fill": r.high / per, "ts": r.rx_truesize}
+
+
+_Q03 = (
+    Question(
+        "03-fragment-flooding", "n-fragments", "n_fragments_write",
+        "a whole number: how many IP fragments one 32 KiB WRITE becomes at MTU 1500",
+        _n_fragments, unit="fragments",
+        hint="The IP payload is the UDP data plus the 8-byte UDP header; each fragment carries "
+             "at most MTU - 20 bytes, rounded down to a multiple of 8.",
+        explanation="the IP payload is {ip_payload:,} B; every fragment but the last carries "
+                    "(1500 - 20) rounded down to a multiple of 8 = {per:,} B. {ip_payload:,} / "
+                    "{per:,} = {ratio:.2f}: {full} full fragments and a last one of {last} B. "
+                    "(The thread's 'about 22' forgot the RPC header and the remainder.)",
+        solution="n_fragments_write = 23   # 32,940 B / 1,480 B = 22.3: 22 full + 1"),
+    Question(
+        "03-fragment-flooding", "woken-room", "woken_fits",
+        "a whole number: how many of the 23 fragments the woken retry can allocate",
+        _woken_room, unit="fragments", tol=1,
+        hint="sock_alloc_send_skb succeeds while wmem_alloc is still below sndbuf (the test "
+             "ignores the new skb's size). The first fragment built is the small last one "
+             "({last_ts} B of truesize), the others {full_ts} B each.",
+        explanation="woken at {start:,} B charged, the retry has {free:,} B of sndbuf left. "
+                    "The small fragment built first takes {last_ts} B, then each full one "
+                    "{full_ts:,} B: ({free:,} - {last_ts}) / {full_ts:,} = {ratio:.1f}, and "
+                    "because the test is only 'still below sndbuf', one more squeezes in: "
+                    "{expected} of {n} fragments, then EAGAIN. The wake-up line, half the "
+                    "buffer, is smaller than one datagram's ~38 KB: unless about four more "
+                    "fragments leave the link while rpciod wakes and rebuilds, the retry fails "
+                    "again, always without the offset-0 fragment.",
+        solution="woken_fits = 20   # (65,535 - 32,767 - 608) / 1,696 = 19.0, + 1 (soft limit)"),
+    Question(
+        "03-fragment-flooding", "survive-1pct", "survive_fraction_1pct",
+        "a number: the fraction of datagrams (0 to 1) that arrive whole at 1 % frame loss, "
+        "with no memory limit at the receiver",
+        _survive, tol=0.03,
+        hint="A datagram arrives whole only if every one of its 23 fragments does, each "
+             "independently with probability 0.99.",
+        explanation="0.99^23 = {law:.3f}: every fragment must survive. The model, fed the same "
+                    "random losses, rebuilt {delivered} of {sent} ({expected:.3f}). One lost "
+                    "fragment in 100 costs about one datagram in 5: the loss is multiplied by "
+                    "the number of fragments.",
+        solution="survive_fraction_1pct = 0.99 ** 23   # every fragment must arrive"),
+    Question(
+        "03-fragment-flooding", "newer-receiver", "newer_receiver",
+        "one of the three answers, as its letter or its text",
+        _newer_receiver, choices=MORE_FEWER,
+        hint="What does Linux 6.x do with a fragment that arrives while its reassembly memory "
+             "is over the limit, and what frees that memory?",
+        explanation="Linux 2.4.19 delivers {old:.0%} and Linux 6.x {new:.0%}. 6.x's 4 MiB fill "
+                    "up with orphans within seconds, and then it refuses every fragment "
+                    "({refused:,} refused here), those of complete datagrams too, until the "
+                    "oldest orphans expire 30 s after they were created. 2.4's evictor frees "
+                    "room by killing queues, mostly orphans, so new datagrams still get in.",
+        solution='newer_receiver = "c"   # over the limit 6.x refuses everything until expiry'),
+    Question(
+        "03-fragment-flooding", "fix-speedup", "fix_speedup",
+        "one of the three answers, as its letter or its text",
+        _fix_speedup, choices=SPEEDUPS,
+        hint="Before the fix, what share of the fragments on the wire belonged to datagrams "
+             "the server could never rebuild? Which resource was full all the time?",
+        explanation="{before:.2f} MB/s before and {after:.2f} MB/s with forced sock_wmalloc "
+                    "({ratio:.1f} times). Before, {wasted:,} of {sent:,} fragments on the wire "
+                    "({share:.0%}) were headless tails: the link was busy, but mostly with "
+                    "garbage, and each of the {resends:,} retries cost another 32 KiB copy. "
+                    "With the fix a datagram that starts is always finished, so the only waste "
+                    "left is {after_wasted:,} fragments.",
+        solution='fix_speedup = "c"   # the wire carried mostly headless tails before'),
+    Question(
+        "03-fragment-flooding", "ex1-orphans", "orphans_to_fill",
+        "a number: how many orphaned datagrams fill Linux 2.4.19's reassembly memory",
+        _orphans_fill, unit="orphans", tol=0.6,
+        hint="An orphan here is a datagram that lost one of its 23 fragments: the receiver "
+             "holds the other 22, each at its receive truesize, plus one queue header.",
+        explanation="one orphan holds {held} x {ts:,} B + {qsize} B = {per:,} B; "
+                    "{high:,} / {per:,} = {expected:.1f}. Seven orphans are enough to make "
+                    "2.4.19 run its evictor on the next fragment.",
+        solution="orphans_to_fill = 262_144 / (22 * 1712 + 72)   # about 7"),
+    Question(
+        "03-fragment-flooding", "ex2-orphan-rate", "orphans_per_s",
+        "a number: orphans per second that keep Linux 6.x's reassembly memory full",
+        _orphan_rate, unit="orphans/s", rel=0.15,
+        hint="An orphan stays until its timer fires, 30 s after its first fragment. How many "
+             "orphans fit in 4 MiB, and how many must arrive per second so that that many are "
+             "alive at once?",
+        explanation="one orphan of 22 fragments at {ts:,} B holds {per:,} B, so {fill:.0f} "
+                    "fill {high:,} B; each lives {time:g} s, so {expected:.1f} new orphans per "
+                    "second keep the pool full, and from then on 6.x refuses every fragment. "
+                    "At 1 % loss and 100 datagrams/s about 20 orphans arrive per second.",
+        solution="orphans_per_s = 4 * 1024**2 / (22 * 2944 + 200) / 30   # about 2.2"),
+)
+
+
 # -- notebook 04: a container's TCP through the host's forward path ---------------------------
 
 COW_OUTCOMES = ("nothing: the clone has plenty of headroom",
@@ -638,7 +792,7 @@ def _registry(*groups) -> Mapping[tuple[str, str], Question]:
 
 
 #: Every question, by ``(notebook, qid)``, in notebook order (read-only).
-QUESTIONS: Mapping[tuple[str, str], Question] = _registry(_Q00, _Q01, _Q02, _Q04)
+QUESTIONS: Mapping[tuple[str, str], Question] = _registry(_Q00, _Q01, _Q02, _Q03, _Q04)
 
 
 def for_notebook(notebook: str) -> list[Question]:

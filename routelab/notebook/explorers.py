@@ -18,6 +18,7 @@ from .plots import PingJourneyFigure, ping_series
 from .rcu_primer import rcu_primer_explorer
 from .story1 import worm_explorer
 from .story2 import rcu_explorer
+from .story3 import nfs_explorer
 from .story4 import container_explorer
 from .widgets import Explorer, control_for
 
@@ -119,4 +120,5 @@ EXPLORERS = {"00-packet-journey": packet_journey_explorer,
              "01-worm-cache-thrash": worm_explorer,
              "02-rcu-primer": rcu_primer_explorer,
              "02-rcu-softirq-latency": rcu_explorer,
+             "03-fragment-flooding": nfs_explorer,
              "04-container-checksums": container_explorer}

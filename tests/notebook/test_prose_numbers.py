@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = Path(os.environ.get("ROUTELAB_NOTEBOOKS_DIR") or REPO / "notebooks").resolve()
 
 N00, N01, N02 = "00-packet-journey", "01-worm-cache-thrash", "02-rcu-softirq-latency"
+N03 = "03-fragment-flooding"
 
 
 class Outputs:
@@ -251,6 +252,20 @@ def _no_75_s(o):
     return model < 7.5 / 3, f"model's worst delay {model} s against 7.5 s reported"
 
 
+def _write_truesize_38k(o):
+    return within(o.num("frag-table", r"([\d,]+) B of truesize"), 37_000, 39_000,
+                  "truesize of one WRITE [B]")
+
+
+def _two_writes_76k(o):
+    return within(2 * o.num("frag-table", r"([\d,]+) B of truesize"), 74_000, 78_000,
+                  "truesize of two WRITEs [B]")
+
+
+def _write_23_fragments(o):
+    return within(o.num("frag-table", r"(?m)^(\d+) fragments for"), 23, 23, "fragments per WRITE")
+
+
 CLAIMS: list[tuple[str, str, str, Callable]] = [
     (N00, "eda079f3", "more than twice as many *cycles*", _k6_vs_xeon_cycles),
     (N00, "eda079f3", "five to six\n  times faster", _k6_vs_xeon_time),
@@ -282,6 +297,9 @@ CLAIMS: list[tuple[str, str, str, Callable]] = [
      _overflows_of_the_order),
     (N02, "section-8", "The\n  model does not reproduce the 7.5 s of the report", _no_75_s),
     (N02, "section-8", "(about 90 % of a CPU, mostly system time)", _top_90),
+    (N03, "s4", "a WRITE needs about 38 KB of\ntruesize", _write_truesize_38k),
+    (N03, "s11", "above about 76 KB (room for two WRITEs)", _two_writes_76k),
+    (N03, "s5", "(23 fragments each)", _write_23_fragments),
 ]
 
 
