@@ -825,8 +825,11 @@ def nfs_readout(res) -> str:
                 f"{k['file_mb'] * 1.048576:.2f} MB acknowledged")
     else:
         rate = f"write <b>{s['write_MBps']:.2f} MB/s</b> (report ~2)"
-    return (f"<b>{html.escape(k['kernel'])}</b> {html.escape(k['frag_alloc'])}, sndbuf "
-            f"{k['sndbuf']:,} B | {rate} | "
+    setting = (f"<b>{html.escape(str(k['kernel']))}</b> {html.escape(str(k['frag_alloc']))}, "
+               f"sndbuf {k['sndbuf']:,} B, wsize {k['wsize']:,}, server "
+               f"{html.escape(str(k['server']))}, cwnd {html.escape(str(k['cwnd']))}, timer "
+               f"{html.escape(str(k['rpc_timer']))}, loss {k['loss_pct']:g} %")
+    return (f"{setting} | {rate} | "
             f"resends after EAGAIN {s['rpc_resends']:,}, RPC timeouts {s['rpc_timeouts']:,} | "
             f"datagrams cut short {s['datagrams_incomplete']:,} | fragments wasted "
             f"<b>{wasted:.0%}</b> of {s['fragments_sent']:,} | link {s['link_util_pct']:.0f} % "

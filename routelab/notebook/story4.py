@@ -334,7 +334,7 @@ class ProfileBar:
     """The explorer's figure: one stacked bar (the current run) under the two reported totals."""
 
     def __init__(self) -> None:
-        self.fig, self.ax = new_figure(size=(7.4, 2.5), title="CPU of host A")
+        self.fig, self.ax = new_figure(size=(7.4, 2.5))
         ax = self.ax
         colors = [c for _, c, _ in GROUPS] + [_OTHER[1]]
         names = [g for g, _, _ in GROUPS] + [_OTHER[0]]
@@ -360,8 +360,15 @@ class ProfileBar:
         self.total.set_position((left + 0.3, 0))
         self.total.set_text(f"{left:.2f} %")
         self.ax.set_xlim(0, max(30.0, left * 1.15))
+        k = res.extra["knobs"]
+        # the title names the run, so a knob that moves nothing still shows it ran
+        setting = (f"netperf on the {k['path']}, {k['nic']}"
+                   f"{' + TSO' if k.get('nic_tso') else ''}, send {k['send_size']:,} B")
+        if k["path"] == "container":
+            setting += f", cow={k['cow']}, pair {k['pair_features']}, {k['kernel']}"
+        self.fig.suptitle(f"CPU of host A: {setting}", fontsize=9)
         big = sorted(pts.items(), key=lambda kv: -kv[1])[:3]
-        self._alt = (f"Stacked bar of this run's CPU load, {left:.2f} % of both CPUs "
+        self._alt = (f"Stacked bar of this run's CPU load ({setting}), {left:.2f} % of both CPUs "
                      "(largest: " + ", ".join(f"{g} {p:.2f}" for g, p in big) +
                      f"), under the reported totals {REPORT['host'][1]} % (host) and "
                      f"{REPORT['container'][1]} % (container).")
@@ -377,8 +384,11 @@ def container_readout(res: Result) -> str:
     k = res.extra["knobs"]
     bad = (f" | <b>{s['bad_checksums']:,} bad checksums at B</b>" if s["bad_checksums"]
            else "")
+    tso = "TSO on" if k.get("nic_tso") else "TSO off"
     return (f"<b>{html.escape(k['path'])}</b>, cow={html.escape(k['cow'])}, pair "
-            f"{html.escape(k['pair_features'])} | <b>{s['throughput_mbps']:.1f} Mbit/s</b> at "
+            f"{html.escape(k['pair_features'])}, {html.escape(str(k['kernel']))}, "
+            f"{html.escape(str(k['nic']))} {tso}, send {k['send_size']:,} B | "
+            f"<b>{s['throughput_mbps']:.1f} Mbit/s</b> at "
             f"<b>{s['cpu_load_pct']:.2f} % CPU</b> | copies/seg {s['copies_per_packet']:.2f} "
             f"({s['bytes_copied_per_packet']:,.0f} B) | software checksums/seg "
             f"{s['sw_checksums_per_packet']:.0f}{bad}")
@@ -412,18 +422,20 @@ def container_explorer(*, duration: float = 0.05, seed: int = 1, dpi: int = 80,
     path, cow = controls[0], controls[1]
 
     def host_only(change=None) -> None:
-        # netperf on the host forwards nothing: the hack and the pair device's
-        # features do not apply, so their controls are greyed out meanwhile
+        # netperf on the host forwards nothing: the hack, the pair device's
+        # features and the forward path's checksum handling do not apply, so
+        # their controls are greyed out meanwhile
         off = path.value == "host"
         cow.disabled = off
         pair.disabled = off
+        kern.disabled = off      # (what the forward path does with checksums)
 
     path.observe(host_only, names="value")
     host_only()
 
     def update(**values) -> tuple[str, str]:
         if values.get("path") == "host":
-            values = dict(values, cow="normal", pair_features="none")
+            values = dict(values, cow="normal", pair_features="none", kernel="2.6.20")
         res = container.run(seed=seed, duration=duration, **values)
         fig.update(res)
         return container_readout(res), fig.alt
