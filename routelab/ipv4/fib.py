@@ -107,6 +107,7 @@ class Fib:
         self._rules = sorted(rules, key=lambda r: r.priority)
         self._tables: dict[int, list] = {}
         self._tries: dict | None = None
+        self._trie_bytes = 0
         for a in self.local_addrs:
             self._add(TABLE_LOCAL, ip_to_int(a), 32, RTN["local"], -1, 0)
         for r in self.routes:
@@ -134,7 +135,8 @@ class Fib:
         return len(self._rules) > 3
 
     def tries(self) -> dict:
-        """One :class:`FibTrie` per table (built on first use, then kept).
+        """One :class:`FibTrie` per table (built on first use, then kept):
+        ``{table: (trie, flat, (rtype, oif, gw) arrays by value id)}``.
 
         Each leaf prefix's value is the row ``(net, plen, rtype, oif, gw)``.
         """
@@ -147,16 +149,20 @@ class Fib:
                 # decides how the trie's nodes were resized along the way
                 for row in sorted(rows, key=lambda row: (row[1], row[0])):
                     trie.insert(row[0], row[1], row)
-                self._tries[table] = (trie, FlatTrie(trie))
+                flat = FlatTrie(trie)
+                rows = flat.values
+                arrays = (np.array([r[2] for r in rows], dtype=np.int8),
+                          np.array([r[3] for r in rows], dtype=np.int16),
+                          np.array([r[4] for r in rows], dtype=np.uint32))
+                self._tries[table] = (trie, flat, arrays)
+            self._trie_bytes = sum(t.stats().bytes for t, _f, _a in self._tries.values())
         return self._tries
 
-    @staticmethod
-    def _row_arrays(flat):
-        """The route rows of a trie's values as (rtype, oif, gw) arrays."""
-        rows = flat.values
-        return (np.array([r[2] for r in rows], dtype=np.int8),
-                np.array([r[3] for r in rows], dtype=np.int16),
-                np.array([r[4] for r in rows], dtype=np.uint32))
+    @property
+    def trie_bytes(self) -> int:
+        """Bytes of all the tables' tries (``TrieStats.bytes``), for the cache model."""
+        self.tries()
+        return self._trie_bytes
 
     def fib_lookup_trie(self, daddr, saddr, tos, iif):
         """:meth:`fib_lookup` on tries: the same routes, plus what the walk cost.
@@ -186,28 +192,18 @@ class Fib:
             sel = pending.copy()
             if custom:
                 examined += sel
-            if rule.src is not None:
-                net, plen = parse_prefix(rule.src)
-                sel &= _match(saddr, net, plen)
-            if rule.dst is not None:
-                net, plen = parse_prefix(rule.dst)
-                sel &= _match(daddr, net, plen)
-            if rule.tos is not None:
-                sel &= tos == rule.tos
-            if rule.iif is not None:
-                sel &= iif == rule.iif
+            _select(rule, sel, saddr, daddr, tos, iif)
             if not sel.any() or rule.table not in tries:
                 continue
             # the FIB is static: equal addresses walk alike, so walk each once
             idx = np.flatnonzero(sel)
             uniq, inv = np.unique(daddr[idx], return_inverse=True)
-            _trie, flat = tries[rule.table]
+            _trie, flat, (rt_v, oif_v, gw_v) = tries[rule.table]
             vid, _plen, tn, lv, _bt = flat.lookup_many(uniq)
             tables[idx] += 1
             nodes[idx] += (tn + lv)[inv]
             got = vid[inv] >= 0
             hit = idx[got]
-            rt_v, oif_v, gw_v = self._row_arrays(flat)
             v = vid[inv][got]
             rtype[hit] = rt_v[v]
             oif[hit] = oif_v[v]
@@ -244,16 +240,7 @@ class Fib:
                 break
             sel = pending.copy()
             examined += sel
-            if rule.src is not None:
-                net, plen = parse_prefix(rule.src)
-                sel &= _match(saddr, net, plen)
-            if rule.dst is not None:
-                net, plen = parse_prefix(rule.dst)
-                sel &= _match(daddr, net, plen)
-            if rule.tos is not None:
-                sel &= tos == rule.tos
-            if rule.iif is not None:
-                sel &= iif == rule.iif
+            _select(rule, sel, saddr, daddr, tos, iif)
             if not sel.any():
                 continue
             # longest prefix first: each packet takes the first route it matches
@@ -272,6 +259,20 @@ class Fib:
         oif = np.array(rows_oif + [-1], dtype=np.int16)[choice]
         gw = np.array(rows_gw + [0], dtype=np.uint32)[choice]
         return rtype, oif, gw, examined
+
+
+def _select(rule, sel: np.ndarray, saddr, daddr, tos, iif) -> None:
+    """Narrow ``sel`` (in place) to the packets ``rule``'s selectors match."""
+    if rule.src is not None:
+        net, plen = parse_prefix(rule.src)
+        sel &= _match(saddr, net, plen)
+    if rule.dst is not None:
+        net, plen = parse_prefix(rule.dst)
+        sel &= _match(daddr, net, plen)
+    if rule.tos is not None:
+        sel &= tos == rule.tos
+    if rule.iif is not None:
+        sel &= iif == rule.iif
 
 
 def _match(addr: np.ndarray, net: int, plen: int) -> np.ndarray:

@@ -64,7 +64,7 @@ def rp_filter_mode(kernel, value) -> int:
 
 def trie_miss_fraction(fib, cpu) -> float:
     """Probability that a trie node a lookup touches is not in the cache."""
-    total = sum(trie.stats().bytes for trie, _flat in fib.tries().values())
+    total = fib.trie_bytes
     if total <= 0:
         return 0.0
     return max(0.0, 1.0 - cpu.cache_bytes / total)
