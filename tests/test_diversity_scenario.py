@@ -136,3 +136,12 @@ def test_storm_without_messages_and_on_cache_kernels():
 def test_bad_storm_knobs(knob, value):
     with pytest.raises(KnobError, match=knob):
         diversity.run(**{knob: value})
+
+
+def test_rp_filter_reaches_the_router_and_costs_36_a_lookup():
+    base = _run(kernel="3.6", destinations=64)
+    strict = _run(kernel="3.6", destinations=64, rp_filter=1)
+    assert strict.config.sysctl["rp_filter"] == 1
+    b, s = base.summary(), strict.summary()
+    assert s["route_lookup_us_per_packet"] > b["route_lookup_us_per_packet"]
+    assert s["forwarded_packets"] == b["forwarded_packets"]     # the source routes back by eth0

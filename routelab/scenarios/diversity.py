@@ -173,6 +173,12 @@ def _fib(routes: int, seed: int) -> Fib:
     return fib
 
 
+@functools.lru_cache(maxsize=8)
+def _main_trie_stats(routes: int):
+    """/proc/net/fib_triestat of the main table (the table is static: walked once)."""
+    return _fib(routes, 1).tries()[TABLE_MAIN][0].stats()
+
+
 def destinations(count: int, seed: int) -> np.ndarray:
     """``count`` distinct addresses of 198.18.0.0/16 (uint32), drawn uniformly."""
     rng = np.random.default_rng([seed, count, 16])
@@ -186,7 +192,9 @@ def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
     # the table is the set-up's, not the traffic's: one table per size (seed 1),
     # so two seeds differ in their traffic only
     fib = _fib(values["routes"], 1)
-    router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
+    # (rp_filter is not among common.SYSCTL_NAMES, so it is passed here)
+    sysctl = dict(sysctl_of(values), rp_filter=values["rp_filter"])
+    router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl,
                     seed=seed, arp_static=[(1, GATEWAY)])
     dst = destinations(values["destinations"], seed)
     pps = values["pps"]
@@ -289,9 +297,8 @@ def _summary(res: Result) -> dict:
     s["fnhe_entries"] = nh.entries if nh is not None else None
     s["fnhe_reclaimed"] = nh.reclaimed if nh is not None else None
     s["fnhe_max_chain"] = nh.max_chain() if nh is not None else None
-    fib = _fib(res.extra["knobs"]["routes"], 1)
     if kernel.fib == "trie":
-        st = fib.tries()[TABLE_MAIN][0].stats()
+        st = _main_trie_stats(res.extra["knobs"]["routes"])
         s["trie_depth_mean"] = round(st.mean_depth, 3)
         s["trie_nodes"] = st.tnodes + st.leaves
     else:
