@@ -46,9 +46,11 @@ through the gateway, and routes with the same nexthop share one
 table).  The updates run in the order the router served the messages, with
 ``fnhe_stamp`` in jiffies (HZ of the kernel), through
 :class:`~routelab.ipv4.fnhe.NexthopExceptions`: at most 2,048 x 6 entries,
-however many destinations are named.  Simplified: a message costs what
-the router's own ICMP costs (the ``local`` composition); the socket lookup,
-the output route lookup and the chain walk are not charged on top.  The
+however many destinations are named.  Simplified: a message is priced as any
+packet for the router itself (the ``local`` composition of
+:mod:`routelab.costs`, which includes the send of an echo reply: more than
+``icmp_rcv`` and the error handler cost, an over-estimate), and the socket
+lookup, the output route lookup and the chain walk are not charged on top.  The
 kernels with a route cache keep PMTU in cached routes (2.x
 ``ip_rt_frag_needed`` updates only entries already cached for that
 destination, and none are): for them the messages cost the same and
