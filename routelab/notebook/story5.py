@@ -72,6 +72,9 @@ def _dotted(x: int) -> str:
     return ".".join(str((x >> s) & 255) for s in (24, 16, 8, 0))
 
 
+_LEAF_STEP = 1.35       # horizontal room per leaf (a /24 label is about this wide)
+
+
 def _layout(trie: FibTrie):
     """Node positions: leaves left to right in key order, a tnode above the
     middle of its children; depth counts tnodes from the root."""
@@ -83,7 +86,7 @@ def _layout(trie: FibTrie):
     def place(n, depth: int) -> float:
         nodes.append(n)
         if isinstance(n, Leaf):
-            x = float(count[0])
+            x = _LEAF_STEP * count[0]
             count[0] += 1
         else:
             xs = []
@@ -121,7 +124,7 @@ def trie_figure(trie: FibTrie, addr: str | None = None):
     if addr is not None:
         value, trace, path = trie_walk(trie, addr)
         title += f": lookup of {addr} -> {value} ({trace.nodes} nodes touched)"
-    fig, ax = new_figure(size=(max(7.5, 0.85 * width), 1.0 + 0.95 * depth), title=title)
+    fig, ax = new_figure(size=(max(7.5, 0.75 * width), 1.0 + 0.95 * depth), title=title)
     on = {id(n) for n in path}
     walked = {(id(a), id(b)) for a, b in zip(path, path[1:], strict=False)}
     for a, b, bits in edges:
@@ -141,11 +144,14 @@ def trie_figure(trie: FibTrie, addr: str | None = None):
                           fc=("#fde0c5" if hot else "#eeeeee") if leaf
                           else ("#cfe8f7" if not hot else "#fde0c5"),
                           ec=OKABE_ITO["orange"] if hot else "#555555", lw=1.6 if hot else 0.8))
+    steps: dict[int, list[str]] = {}
     for k, n in enumerate(path, 1):
-        x, y = pos[id(n)]
-        ax.text(x - 0.42, -y + 0.28, str(k), fontsize=7, color=OKABE_ITO["vermillion"],
-                fontweight="bold", ha="center", va="center", zorder=4)
-    ax.set_xlim(-0.8, width - 0.2)
+        steps.setdefault(id(n), []).append(str(k))
+    for nid, ks in steps.items():
+        x, y = pos[nid]
+        ax.text(x - 0.5, -y + 0.3, ",".join(ks), fontsize=7.5, color=OKABE_ITO["vermillion"],
+                fontweight="bold", ha="right", va="center", zorder=4)
+    ax.set_xlim(-1.0, width - 0.3)
     ax.set_ylim(-depth + 0.4, 0.6)
     ax.set_axis_off()
     return fig
@@ -384,10 +390,11 @@ def storm_alt(res: Result) -> str:
     """Text alternative of :func:`storm_figure`."""
     m, e, d = fnhe_growth(res)
     bound = FNHE_HASH_SIZE * (FNHE_RECLAIM_DEPTH + 1)
-    half = len(m) // 2
+    early = max(1, len(m) // 20)
     return (f"Line chart against the number of forged messages handled (0 to {m[-1]:,}): the "
             f"distinct destinations they named rise to {d[-1]:,}; the exceptions allocated "
-            f"follow them at first ({e[half]:,} after {m[half]:,} messages) and flatten at "
+            f"follow them below them at first ({e[early]:,} entries for {d[early]:,} "
+            f"destinations after {m[early]:,} messages) and flatten at "
             f"{e[-1]:,}, on the dotted bound of {bound:,} (2,048 buckets times 6 entries).")
 
 
