@@ -863,7 +863,7 @@ def _rp_filter_36(base, strict) -> dict:
 
 _Q05 = (
     Question(
-        "05-route-cache-removed", "trie-nodes", "trie_nodes",
+        "05-route-cache-removed", "trie-nodes", "walk_nodes",
         "a whole number: the nodes (tnodes and leaves, each visit counted) the lookup touches",
         _trie_nodes, unit="nodes",
         hint="Follow the bits from the root as for 198.18.77.1. The first leaf you reach holds "
@@ -873,7 +873,7 @@ _Q05 = (
                     "tnode on bit 22, whose child 1 is the leaf 10.1.2.0/24; that prefix does "
                     "not cover {addr}, so the walk clears the index's last set bit, indexes the "
                     "same tnode again and finds the leaf {value}: {expected} nodes in all.",
-        solution="trie_nodes = 7   # 4 tnodes down, the /24 leaf, the bit-22 tnode again, the /16"),
+        solution="walk_nodes = 7   # 4 tnodes down, the /24 leaf, the bit-22 tnode again, the /16"),
     Question(
         "05-route-cache-removed", "flat-36", "flat_36",
         "one of the three answers, as its letter or its text",
@@ -917,7 +917,7 @@ _Q05 = (
                     "neighbour entry, {dbacklog} in the receive queue.",
         solution='worm_36 = "c"   # the neighbour table is still per destination, and unpinned'),
     Question(
-        "05-route-cache-removed", "fnhe-bound", "fnhe_entries",
+        "05-route-cache-removed", "fnhe-bound", "storm_entries",
         "a whole number: the nexthop exceptions the gateway's nexthop holds after the storm",
         _fnhe_bound, unit="entries", rel=0.01,
         hint="Each nexthop has one table of 2,048 buckets, and a chain does not grow past a "
@@ -927,7 +927,7 @@ _Q05 = (
                     "oldest instead of growing), and {reclaimed:,} messages took over an old "
                     "entry. The memory an attacker can make the router spend on them is fixed "
                     "by the table, not by the traffic.",
-        solution="fnhe_entries = 2048 * 6   # every bucket's chain at its limit"),
+        solution="storm_entries = 2048 * 6   # every bucket's chain at its limit"),
     Question(
         "05-route-cache-removed", "ex1-rp-filter", "rp_routing_us",
         "a number: 3.6's routing cost per packet with rp_filter = 1, in µs",
