@@ -41,7 +41,7 @@ EXPLORER_DEFAULTS: dict[str, dict] = {
     "00-packet-journey": {"duration": 1.0},
     "01-worm-cache-thrash": {"duration": 2.0},
     "02-rcu-primer": {},
-    "02-rcu-softirq-latency": {"duration": 0.05},
+    "02-rcu-softirq-latency": {"duration": 0.1},
     "03-fragment-flooding": {"file_mb": 1.0},
     "04-container-checksums": {"duration": 0.02},
 }

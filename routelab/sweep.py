@@ -267,8 +267,10 @@ class SweepTable:
 
     def __repr__(self) -> str:
         nf = len(self.failures)
-        return (f"SweepTable({self.scenario!r}: {len(self.rows)} runs, "
-                f"{len(self.grid)} knobs x {len(self.seeds)} seeds, {nf} failed)")
+        points = math.prod(len(v) for v in self.grid.values())
+        ns = len(self.seeds)
+        return (f"SweepTable({self.scenario!r}: {len(self.rows)} runs = {points} points x "
+                f"{ns} seed{'s' if ns != 1 else ''}, {nf} failed)")
 
     # -- exports
     def to_records(self) -> list[dict]:
