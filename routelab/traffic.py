@@ -449,8 +449,9 @@ def read_pcap(path, *, iif: int = 0, kind: str = "background") -> PcapCapture:
                 cols["frag_off"].append(ip.offset)      # 8-byte units, as iph->frag_off
                 cols["frag_id"].append(ip.id)
         except (dpkt.NeedData, dpkt.UnpackError, ValueError) as exc:
-            raise PcapError(f"{name}: truncated or damaged after {frames} frames "
-                            f"({type(exc).__name__}: {exc})") from None
+            detail = f": {exc}" if str(exc) else ""
+            raise PcapError(f"{name}: truncated or damaged: record {frames + 1} cannot be "
+                            f"read after {frames} frames ({type(exc).__name__}{detail})") from None
         cut = watch.truncated()
         if cut is not None:
             asked, got, offset = cut

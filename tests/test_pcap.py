@@ -124,6 +124,16 @@ def test_truncated_pcap_is_a_clear_error(tmp_path):
         read_pcap(cut)
 
 
+def test_truncated_pcapng_is_a_clear_error(tmp_path):
+    data = write_pcap(tmp_path / "m.pcapng", mixed_frames(), ng=True).read_bytes()
+    for cut in (5, 60):
+        bad = tmp_path / f"cut{cut}.pcapng"
+        bad.write_bytes(data[:-cut])
+        with pytest.raises(PcapError, match=r"truncated or damaged: record 7 cannot be read "
+                                            r"after 6 frames"):
+            read_pcap(bad)
+
+
 def test_not_a_pcap_no_ipv4_and_unsupported_links(tmp_path):
     junk = tmp_path / "junk.pcap"
     junk.write_bytes(b"this is not a capture at all, just text\n" * 4)
