@@ -42,6 +42,9 @@ r = bench_sliders.bench_explorer(name, lambda: EXPLORERS[name](**kw), 1)
 # a student who asks for a long window waits for it; the other moves should not
 window = {"duration", "file_mb", "steps"}
 moves = {k: c for k, c in r["controls"].items() if k not in window}
+errors = [e for c in r["controls"].values() for e in c["errors"]]
+if errors:   # a move the explorer refused was not measured: say so, loudly
+    sys.exit(f"{name} {kw}: " + "; ".join(errors[:3]))
 print(json.dumps({"compiled": accel.compiled(), "kwargs": kw,
                   "worst_median_s": max(c["median_s"] for c in moves.values()),
                   "worst_cpu_median_s": max(c["cpu_median_s"] for c in moves.values()),
@@ -60,8 +63,9 @@ def measure(name: str, pure: bool, lite: bool) -> dict:
     if pure:
         env["ROUTELAB_PURE"] = "1"
     p = subprocess.run([sys.executable, "-W", "ignore", "-c", CHILD, str(ROOT), name,
-                        "1" if lite else "0"], env=env, capture_output=True, text=True,
-                       check=True)
+                        "1" if lite else "0"], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"bench_lite: {name} failed: {p.stderr.strip()[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
