@@ -27,6 +27,7 @@ Usage: ``python scripts/build_lite.py [--output _site] [--work build/lite]``
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -69,8 +70,14 @@ def build_wheel(work: Path) -> Path:
     out.mkdir(parents=True)
     _copy_sources(src)
     env = dict(os.environ, ROUTELAB_PURE="1", PIP_NO_INPUT="1")
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-           "--no-index", "-q", "-w", str(out), str(src)]
+    offline = all(importlib.util.find_spec(m) for m in ("setuptools", "wheel", "Cython"))
+    if offline:   # the venv's own build tools (requirements.txt pins wheel)
+        isolation = ["--no-build-isolation", "--no-index"]
+    else:         # e.g. a Python 3.12 venv has no setuptools: pip fetches the build tools
+        say("setuptools/wheel/Cython not in this venv: pip fetches them (needs PyPI)")
+        isolation = []
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w",
+           str(out), str(src)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"[build_lite] pip wheel failed:\n{p.stdout}\n{p.stderr}")
