@@ -257,3 +257,20 @@ def test_default_pool_uses_spawn_and_the_machine_size(monkeypatch):
     monkeypatch.setattr(sw.os, "cpu_count", lambda: 3)
     sweep("worm", {"worm_hosts": [0, 1]}, seeds=2, progress=False, **SHORT)
     assert made == {"workers": 3, "method": "spawn"}
+
+
+def test_cli_scheduler_runs_on_a_dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=40) as cluster:
+        p = cli("sweep", "worm", "--grid", "worm_hosts=0,3", "--seeds", "2", "--duration",
+                "0.5", "--scheduler", cluster.scheduler_address, "--json")
+        with distributed.Client(cluster) as client:
+            # the scheduler saw tasks of routelab.sweep.run_point: the runs went there
+            seen = client.run_on_scheduler(
+                lambda dask_scheduler: "run_point" in dask_scheduler.task_prefixes)
+    assert p.returncode == 0, p.stderr
+    assert seen
+    lib = sweep("worm", {"worm_hosts": [0, 3]}, seeds=2, executor="serial", progress=False,
+                **SHORT)
+    assert SweepTable.from_dict(json.loads(p.stdout)) == lib
