@@ -274,3 +274,19 @@ def test_cli_scheduler_runs_on_a_dask_cluster():
     lib = sweep("worm", {"worm_hosts": [0, 3]}, seeds=2, executor="serial", progress=False,
                 **SHORT)
     assert SweepTable.from_dict(json.loads(p.stdout)) == lib
+
+
+def test_notebook_progress_is_an_ipywidgets_bar(monkeypatch):
+    import importlib
+
+    import IPython.display
+
+    sw = importlib.import_module("routelab.sweep")
+    shown = []
+    monkeypatch.setattr(sw, "_in_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda w: shown.append(w))
+    sweep("worm", {"worm_hosts": [0, 1]}, executor="serial", **SHORT)
+    (box,) = shown
+    bar, label = box.children
+    assert type(bar).__name__ == "IntProgress" and bar.value == bar.max == 2
+    assert bar.bar_style == "success" and label.value == "2 runs"
