@@ -46,6 +46,9 @@ EXPLORER_DEFAULTS: dict[str, dict] = {
     # its window's minimum (0.05 s) is already its default; as pure Python a move
     # takes ~0.4 s of CPU there, so it keeps it
     "04-container-checksums": {},
+    # as pure Python a move takes ~0.18 s of CPU at its own 0.2 s window (2.0x compiled),
+    # so it keeps it
+    "05-route-cache-removed": {},
 }
 
 #: The function each notebook's explorer cell calls (EXPLORERS' values, by name).
@@ -56,6 +59,7 @@ EXPLORER_CALLS = {
     "02-rcu-softirq-latency": "rcu_explorer",
     "03-fragment-flooding": "nfs_explorer",
     "04-container-checksums": "container_explorer",
+    "05-route-cache-removed": "diversity_explorer",
 }
 
 
