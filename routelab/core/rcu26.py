@@ -57,7 +57,8 @@ over per-CPU lists.  Fed the same events in time order, the two give the same gr
 periods and run each callback at the same time (``tests/test_rcu26.py`` pairs them
 with hypothesis); since issue 24 the engine's single-flavour ``"bh"`` mode counts
 exactly the ``rcu_bh`` flavour's events here (no context switch: schedule() bumps
-only the classic counter).  This module keeps what the engine leaves out: the two flavours side by side, ``local_bh_enable`` and the tick's
+only the classic counter).  This module keeps what the engine leaves out: the two
+flavours side by side, ``local_bh_enable`` and the tick's
 ``in_hardirq`` test.
 
 Simplifications: CPUs are all online from the start (no hotplug); the tick-versus-
