@@ -587,7 +587,8 @@ class RcuPrimerFigure(LiveFigure):
         # (CPUs, window, counter range) and only these artists are redrawn.
         dynamic = [self.gp_prev, self.gp_band, *self.bars.values(), self.reader, self.handler,
                    self.passes, self.remove, self.remove_text, self.snap, self.qs,
-                   self.gp_line, self.gp_text, self.now, self.msg, self.entries, self.free, self.now_e, self.title]
+                   self.gp_line, self.gp_text, self.now, self.msg, self.entries, self.free,
+                   self.now_e, self.title]
         self._blit = BlitRenderer(fig, dynamic)
 
     def update(self, tl: RcuTimeline, upto: int | None = None) -> None:
