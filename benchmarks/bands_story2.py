@@ -10,7 +10,8 @@ vanilla 2.6.0 calibration:
 
 * at the calibration, over seeds 1-5;
 * at each end of every set-up knob's documented range (docs/calibration-story2.md,
-  "Calibration choices"), one knob at a time, over seeds 1-2, with the one fitted
+  "Calibration choices"), one knob at a time, seed 1 (``--range-seeds`` for more), with
+  the one fitted
   set-up value -- ``user_tick_share``, fitted to the overflows -- re-fitted inside
   its range (0.05, 0.10, 0.20; seed 1: the value whose vanilla overflow rate is
   nearest the report's ~3,940 per 35.3 s) wherever the knob moves the
@@ -21,12 +22,13 @@ every run: "down", "up", "none", "down/none", "up/none" -- or "undecided" when t
 sign flips inside the band (some runs up, some down).  An undecided direction is
 not the model's answer.
 
-Short runs: ``--duration`` seconds (default 12) instead of the report's 35.3 s.
+Short runs: ``--duration`` seconds (default 8) instead of the report's 35.3 s.
 The route cache fills in ~1 s and the vanilla overflow bursts recur every few
 seconds after that, so overflows are compared as a rate (per second, both CPUs);
 the worst loop delay of a short run can only be shorter than a long run's, so the
-delay band is a lower bound on the report's 35.3 s figure.  About 150 runs of 2-6 s
-each: ~6-10 minutes on two shared cores.
+delay band is a lower bound on the report's 35.3 s figure.  About 90 runs of ~3 s CPU
+each (the re-fit's vanilla runs are reused): ~3 minutes on two free cores, 10-15 on two
+cores shared with four other sessions.
 """
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ RANGES = {
     "max_size": [{"max_size": 262144}],
     "flow_order": [{"flow_order": "random"}],
 }
-SEEDS_CAL, SEEDS_RANGE = (1, 2, 3, 4, 5), (1, 2)
+SEEDS_CAL, SEEDS_RANGE = (1, 2, 3, 4, 5), (1,)
 
 
 def one(job: tuple) -> dict:
@@ -92,11 +94,14 @@ def direction(deltas: list[float]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", type=float, default=12.0)
+    ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--range-seeds", type=int, default=len(SEEDS_RANGE),
+                    help="seeds 1..N at each end of a knob's range (default 1)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "bands_story2.json"))
     a = ap.parse_args(argv)
     d = a.duration
+    seeds_range = tuple(range(1, a.range_seeds + 1))
     t0 = time.perf_counter()
     target = REPORT_OVERFLOWS / REPORT_S
     with ProcessPoolExecutor(max_workers=a.jobs) as pool:
@@ -118,26 +123,28 @@ def main(argv=None) -> int:
                                 "vanilla_overflows_per_s": {str(u): r for u, r in rates.items()}}
         # 2. every prediction and vanilla, at the calibration and at each setting
         settings = [("calibration", {}, SEEDS_CAL)] + [
-            (label, r["knobs"], SEEDS_RANGE) for label, r in refit.items()]
+            (label, r["knobs"], seeds_range) for label, r in refit.items()]
         kernels = ["2.6.0", *PREDICTIONS.values()]
+        key = lambda kern, knobs, seed: (kern, json.dumps(knobs, sort_keys=True), seed)  # noqa: E731
+        by = {key(r["kernel"], r["knobs"], r["seed"]): r for r in fit_res.values()}
         jobs = [(kern, knobs, seed, d) for _, knobs, seeds in settings for kern in kernels
-                for seed in seeds]
-        runs = list(pool.map(one, jobs))
-    by = {(r["kernel"], json.dumps(r["knobs"], sort_keys=True), r["seed"]): r for r in runs}
+                for seed in seeds if key(kern, knobs, seed) not in by]
+        print(f"{len(fit_jobs)} re-fit runs done ({time.perf_counter() - t0:.0f} s); "
+              f"{len(jobs)} more", file=sys.stderr, flush=True)
+        for r in pool.map(one, jobs):
+            by[key(r["kernel"], r["knobs"], r["seed"])] = r
     out = {"meta": {"duration_s": d, "seeds_calibration": SEEDS_CAL,
-                    "seeds_ranges": SEEDS_RANGE, "report_overflows_per_s": round(target, 2),
+                    "seeds_ranges": seeds_range, "report_overflows_per_s": round(target, 2),
                     "fit_knob": FIT_KNOB, "fit_range": FIT_RANGE, "ranges": RANGES,
                     "wall_s": None},
            "refit": refit, "vanilla": {}, "predictions": {}}
     for label, knobs, seeds in settings:
-        key = json.dumps(knobs, sort_keys=True)
-        out["vanilla"][label] = [by[("2.6.0", key, s)] for s in seeds]
+        out["vanilla"][label] = [by[key("2.6.0", knobs, s)] for s in seeds]
     for pname, kern in PREDICTIONS.items():
         rows, band = [], {m: {"values": [], "deltas": []} for m in METRICS}
         for label, knobs, seeds in settings:
-            key = json.dumps(knobs, sort_keys=True)
             for s in seeds:
-                p, v = by[(kern, key, s)], by[("2.6.0", key, s)]
+                p, v = by[key(kern, knobs, s)], by[key("2.6.0", knobs, s)]
                 rows.append({"setting": label, "seed": s,
                              **{m: p[m] for m in METRICS},
                              **{f"vanilla_{m}": v[m] for m in METRICS}})
