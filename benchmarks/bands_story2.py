@@ -92,6 +92,54 @@ def direction(deltas: list[float]) -> str:
     return "none"
 
 
+def _num(x) -> bool:
+    return x is not None and x == x          # (NaN: 2.4.24 has no grace periods)
+
+
+def summarise(out: dict, by: dict, settings: list) -> None:
+    """Fill ``out["predictions"]``: per prediction its runs, and per figure the band of
+    predicted values, of (predicted - vanilla), and the direction."""
+    out["predictions"] = {}
+    for pname, kern in PREDICTIONS.items():
+        rows, band = [], {m: {"values": [], "deltas": []} for m in METRICS}
+        for label, knobs, seeds in settings:
+            for s in seeds:
+                p, v = by[_key(kern, knobs, s)], by[_key("2.6.0", knobs, s)]
+                rows.append({"setting": label, "seed": s,
+                             **{m: p[m] for m in METRICS},
+                             **{f"vanilla_{m}": v[m] for m in METRICS}})
+                for m in METRICS:
+                    if _num(p[m]) and _num(v[m]):
+                        band[m]["values"].append(p[m])
+                        band[m]["deltas"].append(p[m] - v[m])
+        summary = {m: {"band": [min(b["values"]), max(b["values"])],
+                       "delta_band": [round(min(b["deltas"]), 4), round(max(b["deltas"]), 4)],
+                       "direction": direction(b["deltas"])}
+                   for m, b in band.items() if b["values"]}
+        out["predictions"][pname] = {"kernel": kern, "figures": summary, "runs": rows}
+
+
+def _key(kern: str, knobs: dict, seed: int) -> tuple:
+    return (kern, json.dumps(knobs, sort_keys=True), seed)
+
+
+def resummarise(path: str) -> dict:
+    """Recompute the bands of a written file from its own runs (no new runs)."""
+    out = json.loads(Path(path).read_text())
+    by = {}
+    for pname, p in out["predictions"].items():
+        kern = PREDICTIONS[pname]
+        for r in p["runs"]:
+            knobs = {} if r["setting"] == "calibration" else out["refit"][r["setting"]]["knobs"]
+            by[_key(kern, knobs, r["seed"])] = {m: r[m] for m in METRICS}
+            by[_key("2.6.0", knobs, r["seed"])] = {m: r[f"vanilla_{m}"] for m in METRICS}
+    seeds = tuple(out["meta"]["seeds_ranges"])
+    settings = [("calibration", {}, tuple(out["meta"]["seeds_calibration"]))] + [
+        (label, r["knobs"], seeds) for label, r in out["refit"].items()]
+    summarise(out, by, settings)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=8.0)
@@ -99,7 +147,14 @@ def main(argv=None) -> int:
     ap.add_argument("--range-seeds", type=int, default=len(SEEDS_RANGE),
                     help="seeds 1..N at each end of a knob's range (default 1)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "bands_story2.json"))
+    ap.add_argument("--resummarise", action="store_true",
+                    help="recompute the bands of --out from its stored runs, run nothing")
     a = ap.parse_args(argv)
+    if a.resummarise:
+        out = resummarise(a.out)
+        Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
+        _print(out, a.out)
+        return 0
     d = a.duration
     seeds_range = tuple(range(1, a.range_seeds + 1))
     t0 = time.perf_counter()
@@ -125,7 +180,7 @@ def main(argv=None) -> int:
         settings = [("calibration", {}, SEEDS_CAL)] + [
             (label, r["knobs"], seeds_range) for label, r in refit.items()]
         kernels = ["2.6.0", *PREDICTIONS.values()]
-        key = lambda kern, knobs, seed: (kern, json.dumps(knobs, sort_keys=True), seed)  # noqa: E731
+        key = _key
         by = {key(r["kernel"], r["knobs"], r["seed"]): r for r in fit_res.values()}
         jobs = [(kern, knobs, seed, d) for _, knobs, seeds in settings for kern in kernels
                 for seed in seeds if key(kern, knobs, seed) not in by]
@@ -139,32 +194,20 @@ def main(argv=None) -> int:
                     "wall_s": None},
            "refit": refit, "vanilla": {}, "predictions": {}}
     for label, knobs, seeds in settings:
-        out["vanilla"][label] = [by[key("2.6.0", knobs, s)] for s in seeds]
-    for pname, kern in PREDICTIONS.items():
-        rows, band = [], {m: {"values": [], "deltas": []} for m in METRICS}
-        for label, knobs, seeds in settings:
-            for s in seeds:
-                p, v = by[key(kern, knobs, s)], by[key("2.6.0", knobs, s)]
-                rows.append({"setting": label, "seed": s,
-                             **{m: p[m] for m in METRICS},
-                             **{f"vanilla_{m}": v[m] for m in METRICS}})
-                for m in METRICS:
-                    if p[m] is not None and v[m] is not None:
-                        band[m]["values"].append(p[m])
-                        band[m]["deltas"].append(p[m] - v[m])
-        summary = {m: {"band": [min(b["values"]), max(b["values"])],
-                       "delta_band": [round(min(b["deltas"]), 4), round(max(b["deltas"]), 4)],
-                       "direction": direction(b["deltas"])}
-                   for m, b in band.items() if b["values"]}
-        out["predictions"][pname] = {"kernel": kern, "figures": summary, "runs": rows}
+        out["vanilla"][label] = [by[_key("2.6.0", knobs, s)] for s in seeds]
+    summarise(out, by, settings)
     out["meta"]["wall_s"] = round(time.perf_counter() - t0, 1)
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
+    _print(out, a.out)
+    return 0
+
+
+def _print(out: dict, path: str) -> None:
     for pname, p in out["predictions"].items():
         print(pname)
         for m, f in p["figures"].items():
             print(f"  {m:<18} band {f['band']}  vs vanilla {f['delta_band']}  {f['direction']}")
-    print(f"wrote {a.out} in {out['meta']['wall_s']} s")
-    return 0
+    print(f"wrote {path} ({out['meta']['wall_s']} s of runs)")
 
 
 if __name__ == "__main__":
