@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.skbuff import PacketTrace, ip_to_int
+from ..hardware import BOARD_CACHE
 from ..hosts import HostGroup
 from ..hosts.echo import EchoHost, Pinger
 from ..hosts.lan import ProbeResponder
@@ -94,7 +95,14 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
          "Speed of the outside link (eth1).  Below the offered load, packets queue "
          "for transmission and each holds its dst.", step=0.5),
     *cache_knobs("gc_thresh", "max_size", "gc_min_interval", "gc_elasticity", "gc_timeout",
-                 "txqueuelen", "neigh_gc_thresh3", "neigh_unres_qlen"),
+                 "txqueuelen", "neigh_gc_thresh1", "neigh_gc_thresh2", "neigh_gc_thresh3",
+                 "neigh_unres_qlen"),
+    Knob("board_cache", "dram", str, choices=BOARD_CACHE,
+         help="Whether the K6 board's 512 KB L2 caches the slab memory the neighbour and "
+              "route-cache walks read ('l2', ~75 ns a line, ASSUMED) or not ('dram', 180 ns): "
+              "Intel 430FX/VX/TX boards cache only the first 64 MB and memory is handed out "
+              "from the top, so at 128 MB on such a board the slab is uncached; VIA VP3/MVP3 "
+              "with 512 KB cache 128 MB (Shuttle's table; routelab.hardware.BOARDS)."),
     *[PLAN_KNOBS[k] for k in _PLAN],
     Knob("far_end_ms", 0.9, float, 0.0, 1000.0, "ms",
          "Turnaround of the pinged outside host and the wires beyond (ASSUMED; fitted to "
@@ -151,7 +159,8 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
              1: HostGroup(EchoHost(far), ProbeResponder(plan, seed))}
     static = [(1, OUTSIDE_GW), (1, OUTSIDE_GW2), (0, INSIDE_GW)] + [(0, int(a)) for a in active]
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
-                    seed=seed, hosts=hosts, arp_exists=arp_exists, arp_static=static)
+                    seed=seed, hosts=hosts, arp_exists=arp_exists, arp_static=static,
+                    cost_overrides={"board_cache": values["board_cache"]})
 
     outside = rng.integers(0x01000000, 0xDF000000, 20_000, dtype=np.int64)
     outside = np.where((outside >> 24) == 127, outside ^ 0x80000000, outside).astype(np.uint32)
