@@ -29,7 +29,7 @@ from ..result import Result
 from . import worm
 
 __all__ = ["SETUP_RANGES", "thresholds", "run_logged", "fill_time", "steady",
-           "delay_vs_busy", "work_units"]
+           "delay_vs_busy", "work_units", "unit_sizes"]
 
 #: The set-up descriptions story 1's calibration may move, each with its
 #: documented range (docs/calibration-story1.md, "Set-up ranges"):
@@ -163,3 +163,52 @@ def work_units(res: Result, top: int = 5) -> dict:
     return {"longest_ms": np.round(lens[order] * 1e3, 3).tolist(),
             "at_s": np.round(starts[order], 3).tolist(),
             "share_over_10ms": round(float(lens[lens > 0.01].sum() / lens.sum()), 4)}
+
+
+def unit_sizes(res: Result) -> list[dict]:
+    """Every non-preemptible unit of work on story 1's path, its largest size
+    in this run's set-up (ms), and how the model runs it.
+
+    Softirq and timer work runs to completion on a UP 2.4.24 kernel (only
+    hard interrupts interrupt it); the model serves it FIFO, each unit one
+    charge (routelab.core.softirq), and puts the hard-IRQ time in the same
+    FIFO -- a frame's interrupt that the kernel would take in the middle of a
+    walk is served after it (the same total, a different order).
+    """
+    from ..costs import cost_table
+    from ..hardware import cpu_profile, nic_profile
+
+    k = res.extra["knobs"]
+    c = cost_table(cpu_profile(k["cpu"]), {"board_cache": k.get("board_cache", "dram")}).fn
+    t3 = k["neigh_gc_thresh3"]
+    walk = c["neigh_forced_gc"] + 32 * c["neigh_gc_bucket"] + (t3 + 1) * c["neigh_gc_entry"]
+    ring = nic_profile("e100").rx_ring
+    irq = ring * (c["irq_rx"] + c["netif_rx"])
+    gcl = res.extra.get("gc_log", [])
+    gc_max = max((row[6] for row in gcl), default=0.0)
+    entries = res.counters.get("dst", {}).get("entries", 0) if isinstance(
+        res.counters.get("dst"), dict) else 0
+    buckets = k.get("rt_buckets") or 1024
+    flush = entries * (c["rt_free"] + c["dst_destroy"]) + buckets * c["gc_bucket"]
+    periodic = c["neigh_periodic_timer"] + 32 * c["neigh_gc_bucket"] + t3 * c["neigh_gc_entry"]
+    return [
+        {"unit": "neigh_forced_gc walk (from neigh_alloc, in NET_RX softirq; "
+                 "write_lock_bh per bucket)", "largest_ms": round(walk * 1e3, 3),
+         "model": "one charge inside the packet's service (core/neighbour.py)"},
+        {"unit": "net_rx_action run (300 packets or jiffies - start > 1)",
+         "largest_ms": round(20.0 + walk * 1e3, 3),
+         "model": "one run: budget and time limit checked between packets (core/softirq.py); "
+                  "2 jiffies + the packet that crossed the limit"},
+        {"unit": "e100 hard interrupt draining the full RX ring", "largest_ms": round(irq * 1e3, 3),
+         "model": "charged per frame into the same FIFO, not as one batch: the frames' "
+                  "interrupts are not coalesced while the CPU is busy"},
+        {"unit": "rt_garbage_collect pass (from rt_intern_hash / dst_alloc)",
+         "largest_ms": round(gc_max * 1e3, 3),
+         "model": "one charge inside the packet's service (ipv4/route.py)"},
+        {"unit": "rt_run_flush (rt_secret_rebuild timer every secret_interval)",
+         "largest_ms": round(flush * 1e3, 3),
+         "model": "one timer charge; estimated here for the run's final cache size "
+                  f"({entries} entries)"},
+        {"unit": "neigh_periodic_timer walk (every gc_interval, 30 s)",
+         "largest_ms": round(periodic * 1e3, 3), "model": "one timer charge"},
+    ]
