@@ -7,8 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from routelab.costs import (COMPOSITION, PATH, STRUCT_OFFSETS, UP_PATH, WALK_FIELDS,
-                            cost_table, lines_read)
+from routelab.costs import (
+    COMPOSITION,
+    PATH,
+    STRUCT_OFFSETS,
+    UP_PATH,
+    WALK_FIELDS,
+    cost_table,
+    lines_read,
+)
 from routelab.errors import KnobError
 from routelab.hardware import BOARDS, cpu_profile
 from routelab.scenarios import story1_study as st
@@ -42,7 +49,8 @@ def test_board_costs_k6():
     assert fn["irq_rx"] == pytest.approx(plain + b.irq_io_s)
     # an explicit override of the walk's cycles is kept (not the UP figure)
     ov = cost_table(cpu, {"neigh_gc_entry": 40.0}).fn
-    assert ov["neigh_gc_entry"] == pytest.approx(40.0 / cpu.ipc / cpu.hz + 2 * b.walk_line_ns * 1e-9)
+    want40 = 40.0 / cpu.ipc / cpu.hz + 2 * b.walk_line_ns * 1e-9
+    assert ov["neigh_gc_entry"] == pytest.approx(want40)
 
 
 def test_other_cpus_keep_their_charges():
