@@ -225,6 +225,14 @@ COMPOSITION: dict[str, tuple[str, ...]] = {
     # an ARP request frame the router sends (arp_send -> dev_queue_xmit), and
     # its TX completion (the driver's TX clean frees it: kfree_skb)
     "arp_xmit": ("dev_queue_xmit", "hard_start_xmit", "tx_complete"),
+    # arp_process's ip_route_input(skb, tip, sip, 0, dev) for an ARP request
+    # from a host (2.4.24 net/ipv4/arp.c): the cache misses (nothing is cached
+    # for an ARP target on the device it was asked on: e_inval), so the slow
+    # path runs each time -- fib_lookup, then fib_validate_source's reverse
+    # fib_lookup, each through the policy rules (ASSUMED: two rules examined
+    # before the one that matches, as on story 1's router)
+    "arp_route_input": ("rt_hash", "ip_route_input", "ip_route_input_slow", "fib_rule",
+                        "fib_rule", "fib_lookup", "fib_rule", "fib_rule", "fib_lookup"),
     # each frame (fragment) of a forwarded packet, after ip_output: the qdisc,
     # the driver and the TX completion (plus a TX-done IRQ on non-NAPI drivers)
     "xmit_per_frag": ("dev_queue_xmit", "hard_start_xmit", "tx_complete"),
