@@ -38,12 +38,12 @@ import numpy as np
 
 from ..core.skbuff import PacketTrace, ip_to_int
 from ..hardware import BOARD_CACHE
-from ..kernels import kernel_profile
 from ..hosts import HostGroup
 from ..hosts.echo import EchoHost, Pinger
 from ..hosts.lan import ProbeResponder
 from ..ipv4.arp import ARP_REPLY_S
 from ..ipv4.fib import Fib, Route, Rule
+from ..kernels import kernel_profile
 from ..residence import PLAN_KNOBS, AddressPlan
 from ..result import Result
 from ..router import Device, Router
