@@ -786,6 +786,8 @@ _Q04 = (
 FLAT_36 = ("it rises like the cache kernels' cost", "it stays the same", "it falls")
 CROSSOVER = ("already at 1 to 256 destinations", "between 256 and 4,096",
              "between 4,096 and 16,384", "between 16,384 and 65,536", "not even at 65,536")
+DEFAULT_TABLE = ("neither", "2.4.24 only", "3.6 only", "both")
+
 WORM_36 = ("the pings get through as if there were no worm",
            "better than 2.4.24, but still hurt",
            "about as bad as 2.4.24, or worse")
@@ -846,7 +848,24 @@ def _worm_36(old, new) -> dict:
     d = _ping_drops(new)
     return {"expected": exp, "loss24": a["ping_loss_pct"], "loss36": b["ping_loss_pct"],
             "p50_24": a["ping_rtt_ms_p50"], "p50_36": b["ping_rtt_ms_p50"],
-            "neigh36": b["neigh_entries_max"], "dneigh": d["neigh"], "dbacklog": d["backlog"]}
+            "cpu24": a["cpu_busy_pct"], "cpu36": b["cpu_busy_pct"],
+            "neigh36": b["neigh_entries_max"], "inc36": b["neigh_incomplete_max"],
+            "fgc24": a["neigh_forced_gc"], "fgc36": b["neigh_forced_gc"],
+            "dover24": a["drop_neigh_overflow"] + a["drop_neigh"],
+            "dneigh": d["neigh"], "dbacklog": d["backlog"]}
+
+
+def _default_table(runs) -> dict:
+    """Which kernels lose pings (over 5 %) with the default 1,024-entry neighbour table."""
+    a, b = runs["2.4.24, 1,024"].summary(), runs["3.6, 1,024"].summary()
+    lost = (a["ping_loss_pct"] > 5, b["ping_loss_pct"] > 5)
+    exp = DEFAULT_TABLE[{(False, False): 0, (True, False): 1, (False, True): 2,
+                         (True, True): 3}[lost]]
+    d = _ping_drops(runs["3.6, 1,024"])
+    return {"expected": exp, "loss24": a["ping_loss_pct"], "loss36": b["ping_loss_pct"],
+            "inc24": a["neigh_incomplete_max"], "inc36": b["neigh_incomplete_max"],
+            "limit": b["neigh_entries_max"], "dneigh": d["neigh"],
+            "cpu24": a["cpu_busy_pct"], "big24": runs["2.4.24, 4,096"].summary()["cpu_busy_pct"]}
 
 
 def _fnhe_bound(run) -> dict:
@@ -903,19 +922,39 @@ _Q05 = (
         "05-route-cache-removed", "worm-36", "worm_36",
         "one of the three answers, as its letter or its text",
         _worm_36, choices=WORM_36,
-        hint="The scanners probe addresses on the router's own subnets. What does the router "
-             "need, per destination, to send a packet to an on-link address, whatever its "
-             "routing? And what holds the gateway's entry in that table in each kernel?",
-        explanation="3.6 loses {loss36:.0f} % of the pings (2.4.24: {loss24:.0f} %), at a "
-                    "median RTT of {p50_36:.2f} ms for those that return (2.4.24: {p50_24:.2f} "
-                    "ms). The route cache is gone, but every on-link address the worm probes "
-                    "still needs a neighbour entry: the table fills to {neigh36:,} entries, "
-                    "most waiting for ARP answers that never come. In 2.4.24 the ping's "
-                    "cached route holds a reference on the gateway's neighbour entry; in 3.6 "
-                    "nothing does between packets, so the table's forced GC frees it, and the "
-                    "next ping finds the table full: {dneigh} pings dropped for want of a "
-                    "neighbour entry, {dbacklog} in the receive queue.",
-        solution='worm_36 = "c"   # the neighbour table is still per destination, and unpinned'),
+        hint="The scanners probe addresses on the router's own subnets, and each one needs a "
+             "neighbour entry in both kernels. When the table is at its limit, the forced GC "
+             "can only free the entries nothing references: what references a neighbour "
+             "entry in 2.4.24, and what in 3.6?",
+        explanation="On 3.6 the ping keeps a median of {p50_36:.2f} ms and loses {loss36:.0f} % "
+                    "(2.4.24: {p50_24:.2f} ms, {loss24:.0f} %), with the CPU {cpu36:.0f} % "
+                    "busy against {cpu24:.0f} %. Both neighbour tables reach their limit "
+                    "({neigh36:,} entries), about {inc36:,} of them at a time waiting for ARP "
+                    "answers that never come. What differs is who holds the rest. In 2.4.24 "
+                    "every cached route to an on-link address holds its neighbour entry, so "
+                    "at the limit the forced GC walks the whole table and frees nothing: "
+                    "{fgc24:,} walks, one per new destination, and {dover24:,} packets "
+                    "dropped because the table was full. In 3.6 no route holds one, so a walk "
+                    "frees every finished entry at once and is hardly needed again: "
+                    "{fgc36:,} walks.",
+        solution='worm_36 = "a"   # nothing holds finished neighbour entries: the GC frees them'),
+    Question(
+        "05-route-cache-removed", "default-table", "default_table",
+        "one of: neither, 2.4.24 only, 3.6 only, both",
+        _default_table, choices=DEFAULT_TABLE,
+        hint="At 1,024 the forced GC's walk is four times shorter, so what cost 2.4.24 its "
+             "CPU shrinks. But the worm keeps about as many entries waiting for ARP as "
+             "before: do they still fit, and if the table is full of them, which kernel's "
+             "gateway entry can the GC take away?",
+        explanation="2.4.24 loses {loss24:.0f} % of the pings and 3.6 {loss36:.0f} %. With the "
+                    "short table 2.4.24's walk is cheap ({cpu24:.0f} % CPU against {big24:.0f} % "
+                    "at 4,096), and the ping's cached route still holds the gateway's entry. "
+                    "3.6's table is full of entries waiting for ARP ({inc36:,} of {limit:,}; "
+                    "2.4.24: {inc24:,}, the rest held by its routes), which no GC may free; "
+                    "the gateway's entry is not held between packets, so the GC frees it "
+                    "when it can, and the next ping finds no room for a new one: {dneigh} "
+                    "pings dropped for want of a neighbour entry.",
+        solution='default_table = "3.6 only"   # a full table, and nothing holds the gateway'),
     Question(
         "05-route-cache-removed", "fnhe-bound", "storm_entries",
         "a whole number: the nexthop exceptions the gateway's nexthop holds after the storm",

@@ -26,6 +26,7 @@ from routelab.notebook.story5 import (
     sweep_alt,
     sweep_figure,
     sweep_table,
+    table_runs,
     table_triestat,
     trie_alt,
     trie_figure,
@@ -137,11 +138,12 @@ def _facts(sweep, storm, attacks):
     return {"trie-nodes": dict(trie=small_trie(), addr="10.1.3.1"),
             "flat-36": dict(sweep=sweep), "crossover": dict(sweep=sweep),
             "worm-36": dict(old=attacks["worm 2.4.24"], new=attacks["worm 3.6"]),
+            "default-table": dict(runs=table_runs()),
             "fnhe-bound": dict(run=storm), "ex1-rp-filter": dict(base=base, strict=strict)}
 
 
 RIGHT_WRONG = {"trie-nodes": (7, 5), "flat-36": ("b", "a"), "crossover": ("b", "d"),
-               "worm-36": ("c", "a"), "fnhe-bound": (12288, 65536),
+               "worm-36": ("a", "c"), "default-table": ("c", "b"), "fnhe-bound": (12288, 65536),
                "ex1-rp-filter": (0.29, 0.6)}
 
 
