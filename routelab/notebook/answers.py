@@ -87,6 +87,18 @@ def _median_rtt(run) -> dict:
     return {"expected": s["ping_rtt_ms_p50"], "idle": 100.0 - s["cpu_busy_pct"]}
 
 
+CYCLES_00 = ("far fewer cycles than the K6", "about the same number of cycles",
+             "more cycles than the K6")
+
+
+def _p4_cycles(k6, xeon) -> dict:
+    r = xeon.cpu_cycles / k6.cpu_cycles
+    verdict = CYCLES_00[0] if r < 0.7 else CYCLES_00[2] if r > 1.3 else CYCLES_00[1]
+    return {"expected": verdict, "k6_cycles": k6.cpu_cycles, "p4_cycles": xeon.cpu_cycles,
+            "ratio": r, "speedup": k6.cpu_seconds / xeon.cpu_seconds,
+            "k6_us": k6.cpu_seconds * 1e6, "p4_us": xeon.cpu_seconds * 1e6}
+
+
 def _fragments(journey) -> dict:
     length, mtu = journey.params["length"], journey.params["mtu"]
     payload, room = length - 20, mtu - 20
@@ -100,9 +112,21 @@ def _fragments(journey) -> dict:
 
 _Q00 = (
     Question(
+        "00-packet-journey", "p4-cycles", "p4_cycles",
+        "one of the three answers, as its letter or its text",
+        _p4_cycles, choices=CYCLES_00,
+        hint="Time is cycles divided by the clock rate. What does a cache miss to memory cost "
+             "a CPU whose cycle is twelve times shorter, when the memory is no faster?",
+        explanation="the P4 needs {p4_cycles:,} cycles where the K6 needs {k6_cycles:,} "
+                    "({ratio:.1f} times as many): its long pipeline does little work per "
+                    "cycle on branchy kernel code, and every miss to memory costs it hundreds "
+                    "of cycles. Each cycle is twelve times shorter, so the packet still takes "
+                    "{p4_us:.1f} µs instead of {k6_us:.1f} µs, {speedup:.1f} times faster.",
+        solution='p4_cycles = "c"   # cycles are not time: memory stalls cost the P4 many cycles'),
+    Question(
         "00-packet-journey", "busier-router", "rtt_prediction_ms",
         "a number: the median ping RTT with 2,000 background packets per second, in ms",
-        _median_rtt, unit="ms", tol=0.1,
+        _median_rtt, unit="ms", tol=0.05,
         hint="How busy is the CPU? How often does a ping find a packet ahead of it?",
         explanation="the CPU is idle {idle:.0f} % of the time, so a ping rarely waits behind "
                     "another packet. Latency stays flat until the CPU or the link is nearly "
@@ -136,7 +160,6 @@ SLOW_PATH = LEDGER_ROWS["route_slow"]      # the profile row of the route-cache 
 COSTS_01 = ("the route cache's GC passes", "the route-cache slow path of each new destination",
             "the neighbour table's forced GC walks")
 PING_BANDS = ("about 1 ms", "a few ms", "tens of ms", "over 100 ms", "every ping is lost")
-VERDICTS = ("better", "about the same", "worse")
 
 
 def _probe_rate(res) -> float:
@@ -149,7 +172,19 @@ def _extra_misses(healthy, one) -> dict:
     s0, s1 = healthy.summary(), one.summary()
     measured = (s1["in_slow_tot"] - s0["in_slow_tot"]) / one.duration
     probes = _probe_rate(one)
-    return {"expected": measured, "probes": probes, "surplus": measured - probes}
+    surplus = measured - probes
+    if surplus >= 0.5:
+        rest = (f"The other {surplus:,.0f} misses per second are answers: a live host that "
+                "answers an echo sends its reply from a new source address, and that (source, "
+                "destination) pair is a new entry too.")
+    elif surplus <= -0.5:
+        rest = (f"The measured difference is {-surplus:,.0f} per second below that because it "
+                "is a difference between two runs: the background's own misses are not quite "
+                "the same in both (with the worm's entries in the cache, the garbage collector "
+                "frees other background entries than in the healthy run).")
+    else:
+        rest = "The background's own misses are the same in both runs."
+    return {"expected": measured, "probes": probes, "surplus": surplus, "rest": rest}
 
 
 def _arp_hold(walk) -> dict:
@@ -185,19 +220,24 @@ def _ping_band(run) -> dict:
     return {"expected": band, "busy": s["cpu_busy_pct"], "p50": p50}
 
 
-def _badness(s: dict) -> float:
-    p50 = s["ping_rtt_ms_p50"]
-    return s["ping_loss_pct"] * 10 + (p50 if math.isfinite(p50) else 1e4)
+SMALL_CACHE = ("better: faster replies, no more pings lost", "about the same",
+               "faster replies, but many more pings lost", "slower replies")
 
 
-def _verdict(base: dict, other: dict) -> str:
-    b, m = _badness(base), _badness(other)
-    return VERDICTS[2] if m > 1.2 * b else VERDICTS[0] if m < 0.8 * b else VERDICTS[1]
+def _small_verdict(base: dict, other: dict) -> str:
+    """Judged by both the median of the replies and the loss, as the question asks."""
+    b, m = base["ping_rtt_ms_p50"], other["ping_rtt_ms_p50"]
+    more_lost = other["ping_loss_pct"] > base["ping_loss_pct"] + 10
+    if not math.isfinite(m) or (math.isfinite(b) and m > 1.2 * b):
+        return SMALL_CACHE[3]
+    if math.isfinite(b) and m < 0.8 * b:
+        return SMALL_CACHE[2] if more_lost else SMALL_CACHE[0]
+    return SMALL_CACHE[2] if more_lost else SMALL_CACHE[1]
 
 
 def _small_cache(trials) -> dict:
     base, small = trials[0][1], trials[1][1]
-    return {"expected": _verdict(base, small), "overflows": small["gc_dst_overflow"],
+    return {"expected": _small_verdict(base, small), "overflows": small["gc_dst_overflow"],
             "loss": small["ping_loss_pct"], "base_loss": base["ping_loss_pct"],
             "p50": small["ping_rtt_ms_p50"], "base_p50": base["ping_rtt_ms_p50"],
             "busy": small["cpu_busy_pct"], "base_busy": base["cpu_busy_pct"]}
@@ -256,10 +296,7 @@ _Q01 = (
         hint="How many probes per second does one Welchia host send, and how many of them go "
              "to an address that already has an entry?",
         explanation="each of its {probes:,.0f} probes per second goes to an address the cache "
-                    "has never seen: one miss each. The other {surplus:,.0f} misses per second "
-                    "are the answers: a live host that answers an echo sends its reply from a "
-                    "new source address, and that (source, destination) pair is a new entry "
-                    "too.",
+                    "has never seen: one miss each. {rest}",
         solution="extra_misses_per_s = 140   # one per echo: each goes to a new address"),
     Question(
         "01-worm-cache-thrash", "arp-hold", "held_s",
@@ -313,16 +350,19 @@ _Q01 = (
         solution='no_interval_cpu = "lower"   # frequent GC unpins neighbours: fewer futile walks'),
     Question(
         "01-worm-cache-thrash", "small-cache", "small_cache",
-        "one of: better, about the same, worse (or a, b, c)",
-        _small_cache, choices=VERDICTS,
+        "one of the four answers, as its letter or its text",
+        _small_cache, choices=SMALL_CACHE,
         hint="Which rule of rt_garbage_collect stops applying when entries reach max_size, "
              "and what does dst_alloc do when the GC cannot make room?",
-        explanation="ping median {p50:.1f} ms and {loss:.0f} % lost, against {base_p50:.1f} ms "
-                    "and {base_loss:.0f} % with the defaults. At max_size the gc_min_interval "
-                    "skip no longer applies: every allocation runs a GC pass, and when it "
-                    "cannot free enough, dst_alloc fails ('dst cache overflow', {overflows:,} "
-                    "times here) and the packet is dropped, the students' included.",
-        solution='small_cache = "worse"   # at max_size every allocation runs GC, then fails'),
+        explanation="the replies' median is {p50:.1f} ms and {loss:.0f} % of pings are lost, "
+                    "against {base_p50:.1f} ms and {base_loss:.0f} % with the defaults. At "
+                    "max_size the gc_min_interval skip no longer applies: every allocation runs "
+                    "a GC pass, and when it cannot free enough, dst_alloc fails ('dst cache "
+                    "overflow', {overflows:,} times here) and the packet is dropped, the "
+                    "students' pings included. The few pings that do get a route are quick, "
+                    "because the router drops so much that little waits ahead of them: a fast "
+                    "median of a few survivors is not a better router.",
+        solution='small_cache = "c"   # at max_size every allocation runs GC, then fails'),
     Question(
         "01-worm-cache-thrash", "ex1-walks", "walks_per_s",
         "a number: forced GC walks per second that would take all of the K6's time",
@@ -402,9 +442,14 @@ def _sleepers_delay(runs) -> dict:
 
 def _new_entries(run) -> dict:
     s = run.summary()
-    flow_len = run.extra["knobs"]["flow_len"]
-    return {"expected": s["in_slow_tot"] / run.duration, "flow_len": flow_len,
-            "kpps": s["throughput_kpps"], "new_flows": s["throughput_kpps"] * 1e3 / flow_len}
+    k = run.extra["knobs"]
+    flow_len = k["flow_len"]
+    offered = 2 * k["pps_per_port"]
+    new_flows = s["throughput_kpps"] * 1e3 / flow_len
+    expected = s["in_slow_tot"] / run.duration
+    return {"expected": expected, "flow_len": flow_len, "offered": offered,
+            "estimate": offered / flow_len, "kpps": s["throughput_kpps"],
+            "new_flows": new_flows, "again": expected - new_flows}
 
 
 def _max_gp(run) -> dict:
@@ -476,11 +521,14 @@ _Q02 = (
              "router receives only part of the flood, but it also has to make again the "
              "entries pushed out of full chains before their flow ended; the explanation shows "
              "how the two compare.)",
-        explanation="the model creates {expected:,.0f} entries per second. About "
-                    "{new_flows:,.0f} of them are new flows (the forwarded {kpps:.0f} kpps "
-                    "divided by {flow_len} packets per flow); the rest are flows whose entry was "
-                    "pushed out of its full chain, or collected, before the flow's last packet, "
-                    "and had to be made again.",
+        explanation="the model creates {expected:,.0f} entries per second; the estimate from "
+                    "the traffic, {offered:,.0f} packets per second offered over {flow_len} "
+                    "packets per flow, is {estimate:,.0f}. The two agree for different reasons "
+                    "that nearly cancel: the router receives and forwards only {kpps:.0f} kpps, "
+                    "so only about {new_flows:,.0f} new flows per second reach the route cache; "
+                    "the other {again:,.0f} per second are flows whose entry was pushed out of "
+                    "its full chain, or collected, before the flow's last packet, and had to be "
+                    "made again.",
         solution="new_entries_per_s = 2 * 283_000 / 10   # offered rate / packets per flow"),
     Question(
         "02-rcu-softirq-latency", "ex2-max-gp", "max_gp_ms",

@@ -16,7 +16,15 @@ import numpy as np
 from ..core.sched import effective_prio
 from ..result import Result
 from ..scenarios import rcu
-from .plots import CACHE_SERIES, OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling
+from .plots import (
+    CACHE_SERIES,
+    OKABE_ITO,
+    BlitRenderer,
+    LiveFigure,
+    fit_title,
+    new_figure,
+    nice_ceiling,
+)
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -333,7 +341,7 @@ class RcuFigure(LiveFigure):
 
     def __init__(self, duration: float = 2.0, size: tuple[float, float] = (8.6, 4.6)) -> None:
         fig, (a, b) = new_figure(2, 1, size=size, layout=None,
-                                 gridspec_kw=dict(left=0.10, right=0.76, bottom=0.11, top=0.84,
+                                 gridspec_kw=dict(left=0.10, right=0.76, bottom=0.11, top=0.80,
                                                   hspace=0.5))
         self.fig, self.ax_e, self.ax_g = fig, a, b
         a.set_title("dst entries (counted against max_size)")
@@ -378,14 +386,15 @@ class RcuFigure(LiveFigure):
         for ax in (self.ax_e, self.ax_g):
             ax.set_xlim(0, res.duration)
         k = res.extra["knobs"]
-        self.title.set_text(f"{k['kernel']}: {k['pps_per_port']:,.0f} pps per port, "
-                            f"{k['flows']:,} flows x {k['flow_len']} packets, "
-                            f"gc_min_interval {k['gc_min_interval']:g} s"
-                            + (f", max_size {k['max_size']:,}" if k.get("max_size") != 32_768
-                               else "")
-                            + (f", {k['sleepers']} sleepers/CPU" if k.get("sleepers") else ""))
+        fit_title(self.title, f"{k['kernel']}: {k['pps_per_port']:,.0f} pps per port, "
+                              f"{k['flows']:,} flows x {k['flow_len']} packets, "
+                              f"gc_min_interval {k['gc_min_interval']:g} s"
+                              + (f", max_size {k['max_size']:,}" if k.get("max_size") != 32_768
+                                 else "")
+                              + (f", {k['sleepers']} sleepers/CPU" if k.get("sleepers")
+                                 else ""))
         s = res.summary()
-        self._alt = (f"{self.title.get_text()}. Top: dst entries peak at "
+        self._alt = (f"{self.title.get_text().replace(chr(10), ' ')}. Top: dst entries peak at "
                      f"{s['route_cache_entries_max']:,} (max_size {ms:,}); up to "
                      f"{s['rcu_pending_max']:,} wait for RCU. Bottom: {gp.size:,} grace periods, "
                      + (f"median {np.median(gp):.1f} ms, longest {gp.max():.0f} ms."
@@ -411,19 +420,20 @@ def rcu_readout(res: Result) -> str:
             f"<b>{s['user_max_delay_s'] * 1e3:.0f} ms</b>")
 
 
-def rcu_explorer(*, duration: float = 0.15, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+def rcu_explorer(*, duration: float = 1.0, seed: int = 1, dpi: int = 100, **start) -> Explorer:
     """Notebook 02's explorer: the flood with its main knobs, re-simulated per move.
 
     Controls: offered rate per port, flows, flow length, ``gc_min_interval``,
     ``max_size`` (the RAM rule's 32,768 by default; 262,144 is what Olsson once
     said /proc showed), kernel (RCU variant), mostly-sleeping other tasks per
-    CPU (their stalls of the loop need a window of a few seconds), and the
-    simulated window.  The default window,
-    ``duration`` = 0.15 s, keeps a move under about half a second on a
-    Binder-class CPU (``benchmarks/bench_sliders.py``) but shows mostly the
-    cache filling up; a 1-2 s window shows the steady state at about 0.7-1.3 s
-    per move (measured here).
+    CPU, and the simulated window.  It starts at a 1-s window with flows of
+    8 packets (``start`` may name other values): a little more churn than
+    Olsson's 10, so the cache overflows within the window and every control
+    changes the numbers at once (``gc_min_interval`` between 0 and the rest;
+    1 and 2 s differ only in windows of several seconds); a move takes about
+    0.3-0.5 s on a 2-core machine under load (``benchmarks/bench_sliders.py``).
     """
+    start.setdefault("flow_len", 8)
     K = rcu.KNOBS
     controls = [
         control_for(K["pps_per_port"], description="offered per port", min=10_000.0,
