@@ -204,11 +204,11 @@ def _biggest_cost(run) -> dict:
     slow = prof.get(SLOW_PATH, 0.0)          # (the GC has its own row)
     fgc = prof.get("neigh_forced_gc", 0.0)
     s = run.summary()
-    busy_s = s["cpu_busy_pct"] / 100 * run.duration
+    total = sum(prof.values())       # the profile's first column: share of this total
     return {"expected": max(zip([gc, slow, fgc], COSTS_01, strict=True))[1],
-            "fgc_share": fgc / busy_s if busy_s else 0.0, "walks": s["neigh_forced_gc"],
+            "fgc_share": fgc / total if total else 0.0, "walks": s["neigh_forced_gc"],
             "per_walk_ms": fgc / max(s["neigh_forced_gc"], 1) * 1e3,
-            "slow_share": slow / busy_s if busy_s else 0.0, "gc_ms": gc * 1e3}
+            "slow_share": slow / total if total else 0.0, "gc_ms": gc * 1e3}
 
 
 def _ping_band(run) -> dict:
@@ -327,11 +327,11 @@ _Q01 = (
         "one of the three costs, as its text or its letter",
         _biggest_cost, choices=COSTS_01,
         hint="Count how many entries each of them visits per call, and how often it runs.",
-        explanation="the forced GC walks take {fgc_share:.0%} of the CPU time the router "
-                    "spends: {walks:,} walks over the whole neighbour table, about "
+        explanation="the forced GC walks take {fgc_share:.1%} of the CPU time the router "
+                    "spends on packets: {walks:,} walks over the whole neighbour table, about "
                     "{per_walk_ms:.2f} ms each on the K6, and they free nothing, because every "
                     "entry is held by a cached route or a pending ARP timer. The route-cache "
-                    "slow path is {slow_share:.0%}; the real GC passes took {gc_ms:.0f} ms in "
+                    "slow path is {slow_share:.1%}; the real GC passes took {gc_ms:.0f} ms in "
                     "the whole run.",
         solution='biggest_cost = "c"   # every new on-link address walks the full ARP table'),
     Question(
