@@ -131,7 +131,7 @@ class WormFigure(LiveFigure):
         self.thresh = c.axhline(0, color=OKABE_ITO["black"], linewidth=0.8, linestyle="-.",
                                 label="gc_thresh")
         self.maxsize = c.axhline(0, color=OKABE_ITO["vermillion"], linewidth=1.0,
-                                 linestyle="-", label="max_size")
+                                 linestyle="-", label="max_size\n(when in range)")
         c.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         self.limits = c.text(0.99, 0.93, "", transform=c.transAxes, ha="right", va="top",
                              fontsize=8, color=OKABE_ITO["black"])
@@ -351,9 +351,9 @@ def worm_explorer(*, duration: float = 6.0, seed: int = 1, dpi: int = 100, **sta
     ``gc_thresh``, ``max_size``, ``gc_min_interval`` and the window.  Each
     change re-runs :func:`routelab.scenarios.worm.run` for the window's
     simulated seconds (``duration`` = 6 s by default: long enough for
-    unanswered ARP to time out, 3 s, and the neighbour table to fill; 2.6.1's
-    RCU backlog reaches ``max_size`` only after 7-10 s at the stand-in load,
-    so the window goes up to 12 s) and redraws the four panels.  The cache sliders start at
+    unanswered ARP to time out, 3 s, and the neighbour table to fill; up to
+    12 s for slower effects such as the no-cache kernel's garbage list) and
+    redraws the four panels.  The cache sliders start at
     the kernel's defaults for the scenario's 128 MB (1024 buckets): 1024,
     16384, 0.5 s.
     """
