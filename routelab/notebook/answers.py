@@ -22,9 +22,10 @@ it to ``solutions/NN-*.py``, and a test runs every notebook with these
 answers and requires a ✓ from every check.
 
 To add a question to a notebook: add a :class:`Question` to
-:data:`QUESTIONS` (below, in notebook order), then three cells to the
-notebook -- the prompt (markdown, tag ``exercise``), ``variable = None``
-(tag ``solution``) and ``check("qid", variable, **facts)`` (tag ``check``);
+:data:`QUESTIONS` (below, in notebook order), then the cells -- the prompt
+(markdown, tag ``exercise``), ``variable = None`` (tag ``solution``), a cell
+that runs the model and prints nothing, ``check("qid", variable, **facts)``
+(tag ``check``), and only then the cells that show the model's numbers;
 see ``docs/development.md``.
 """
 
