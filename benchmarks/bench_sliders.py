@@ -85,7 +85,7 @@ SWEEPS = {
 #: Per-explorer values where a control of the same name has another range.
 EXPLORER_SWEEPS = {
     "01-worm-cache-thrash": {"duration": [10.0, 12.0, 3.0, 6.0]},   # the window (s)
-    "02-rcu-softirq-latency": {"duration": [0.5, 2.0, 1.0],          # the window (s)
+    "02-rcu-softirq-latency": {"duration": [1.0, 2.0, 0.6],          # the window (s)
                                "flow_len": [10, 4, 8]},
 }
 

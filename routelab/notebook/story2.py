@@ -513,18 +513,19 @@ def rcu_readout(res: Result) -> str:
             f"<b>{s['user_max_delay_s'] * 1e3:.0f} ms</b>")
 
 
-def rcu_explorer(*, duration: float = 1.0, seed: int = 1, dpi: int = 100, **start) -> Explorer:
+def rcu_explorer(*, duration: float = 0.6, seed: int = 1, dpi: int = 100, **start) -> Explorer:
     """Notebook 02's explorer: the flood with its main knobs, re-simulated per move.
 
     Controls: offered rate per port, flows, flow length, ``gc_min_interval``,
     ``max_size`` (the RAM rule's 32,768 by default; 262,144 is what Olsson once
     said /proc showed), kernel (RCU variant), mostly-sleeping other tasks per
-    CPU, and the simulated window.  It starts at a 1-s window with flows of
-    8 packets (``start`` may name other values): a little more churn than
+    CPU, and the simulated window.  It starts at a 0.6-s window with flows
+    of 8 packets (``start`` may name other values): a little more churn than
     Olsson's 10, so the cache overflows within the window and every control
     changes the numbers at once (``gc_min_interval`` between 0 and the rest;
-    1 and 2 s differ only in windows of several seconds); a move takes about
-    0.3-0.5 s on a 2-core machine under load (``benchmarks/bench_sliders.py``).
+    1 and 2 s differ only in windows of several seconds); a move costs about
+    0.2-0.3 s of CPU (``benchmarks/bench_sliders.py``; wall time grows with
+    the machine's load).
     """
     start.setdefault("flow_len", 8)
     K = rcu.KNOBS

@@ -116,7 +116,7 @@ def test_runqueue_figure_has_alt_text():
 
 def test_explorer_default_shows_overflows_and_a_whole_title():
     ex = rcu_explorer()
-    assert ex.values["duration"] == 1.0 and ex.values["flow_len"] == 8
+    assert ex.values["duration"] == 0.6 and ex.values["flow_len"] == 8
     assert "dst overflows 0 " not in ex.readout_text
     ex.update(max_size=262_144, sleepers=4)
     fig = ex.figure
