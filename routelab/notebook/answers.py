@@ -118,7 +118,7 @@ _Q00 = (
         _p4_cycles, choices=CYCLES_00,
         hint="Time is cycles divided by the clock rate. What does a cache miss to memory cost "
              "a CPU whose cycle is twelve times shorter, when the memory is no faster?",
-        explanation="the P4 needs {p4_cycles:,} cycles where the K6 needs {k6_cycles:,} "
+        explanation="the P4 needs {p4_cycles:,.0f} cycles where the K6 needs {k6_cycles:,.0f} "
                     "({ratio:.1f} times as many): its long pipeline does little work per "
                     "cycle on branchy kernel code, and every miss to memory costs it hundreds "
                     "of cycles. Each cycle is twelve times shorter, so the packet still takes "
@@ -332,8 +332,8 @@ _Q01 = (
                     "spends on packets: {walks:,} walks over the whole neighbour table, about "
                     "{per_walk_ms:.2f} ms each on the K6, and they free nothing, because every "
                     "entry is held by a cached route or a pending ARP timer. The route-cache "
-                    "slow path is {slow_share:.1%}; the real GC passes took {gc_ms:.0f} ms in "
-                    "the whole run.",
+                    "slow path is {slow_share:.1%}; rt_garbage_collect, its real passes and the "
+                    "calls it skips together, took {gc_ms:.0f} ms in the whole run.",
         solution='biggest_cost = "c"   # every new on-link address walks the full ARP table'),
     Question(
         "01-worm-cache-thrash", "no-interval", "no_interval_cpu",
@@ -470,7 +470,8 @@ _Q02 = (
         _full_load, choices=FULL_LOAD,
         hint="Which quiescent states can a CPU that never leaves softirq work still pass?",
         explanation="under vanilla rules a CPU that only does softirq work never passes a "
-                    "quiescent state: no context switch, no user-mode tick, no idle. The grace "
+                    "quiescent state: no pass through schedule(), no tick in user mode or in "
+                    "the idle task. The grace "
                     "period simply does not end. With call_rcu_bh every finished softirq "
                     "handler is one, and a flooded CPU finishes thousands a second.",
         solution='full_load = "b"   # vanilla waits for a context switch; bh for any handler end'),
