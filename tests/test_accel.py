@@ -42,6 +42,9 @@ CASES = [
     ("worm", {"duration": 1.0, "worm_hosts": 3, "kernel": "2.6.1"}),
     ("rcu", {"duration": 0.2}),
     ("rcu", {"duration": 0.2, "kernel": "2.6.0-rcu-bh", "flow_len": 4}),
+    # one pinned loop with a sleeper (idle ticks on CPU1), the TX interrupt unmasked
+    ("rcu", {"duration": 0.6, "loops": "cpu0", "sleepers": 1, "others_on": "loop",
+             "tx_irq_us": 65.5, "user_tick_share": 0.3}),
 ]
 
 

@@ -340,14 +340,13 @@ def test_property_callbacks_run_once_after_every_cpu_passed_a_qs(ncpus, mode, ma
 # then the tick (user, idle, softirq or a BH-disabled system call) and, if the tick
 # scheduled it, the tasklet at the tick's irq_exit.
 #
-# What cannot be paired: the engine's single bh flavour counts a context switch as a
-# quiescent state (QS_KINDS["bh"] is vanilla's plus the softirq points); rcu26's
-# rcu_bh flavour is bumped only by handler ends, outermost local_bh_enable and ticks
-# outside softirq, not by schedule().  So bh is paired on streams without context
-# switches, and the difference itself is pinned below.  (The engine's "iter" mode
-# has no counterpart here.)
+# Since issue 24 (item 6, the patch's rules) the engine's single bh flavour counts
+# what rcu26's rcu_bh flavour counts: handler ends and ticks outside softirq (a tick
+# in a system call with BH enabled is the engine's "system_tick"), not schedule().  So bh is paired
+# on every stream, context switches included.  (The engine's "iter" mode has no
+# counterpart here.)
 
-TICKS = ("user", "idle", "softirq", "kernel")
+TICKS = ("user", "idle", "softirq", "kernel", "syscall")   # kernel: BH disabled
 STEP = st.tuples(st.integers(0, 2), st.booleans(), st.booleans(), st.sampled_from(TICKS))
 
 
@@ -385,6 +384,8 @@ def paired_runs(mode, ncpus, maxbatch, steps):
             tick = per_cpu[cpu % len(per_cpu)][3]
             if tick in ("user", "idle"):
                 eng.quiescent(cpu, t, "user_tick" if tick == "user" else "idle")
+            elif tick == "syscall":
+                eng.quiescent(cpu, t, "system_tick")
             if eng.rcu_pending(cpu):
                 eng.rcu_tasklet(cpu, t)
             r26.tick(cpu, tick == "user", idle=tick == "idle",
@@ -400,8 +401,6 @@ def paired_runs(mode, ncpus, maxbatch, steps):
 @given(st.sampled_from(["vanilla", "bh"]), st.integers(1, 3), st.sampled_from([0, 1, 3]),
        st.lists(st.lists(STEP, min_size=1, max_size=3), min_size=1, max_size=80))
 def test_engine_rcu_and_rcu26_agree_event_by_event(mode, ncpus, maxbatch, steps):
-    if mode == "bh":       # (see above: a bare context switch is where they differ)
-        steps = [[(c, False, h, tk) for c, _s, h, tk in per_cpu] for per_cpu in steps]
     eng, r26 = paired_runs(mode, ncpus, maxbatch, steps)
     assert eng == r26
 
@@ -414,9 +413,20 @@ def test_the_pairing_sees_grace_periods_and_callbacks():
     assert len(gps) >= 2 and len(freed) == 10 and (gps, freed) == r26
 
 
-def test_a_context_switch_is_quiescent_for_the_engines_bh_only():
-    """The one difference: schedule() ends a bh grace period in core/rcu, not in rcu26."""
+def test_a_context_switch_is_not_quiescent_for_bh_in_either_model():
+    """schedule() bumps only the classic counter: bh grace periods need a handler end
+    or a tick outside softirq, in core/rcu (since issue 24) as in rcu26."""
     steps = [[(1, False, False, "softirq")]] + [[(0, True, False, "softirq")]] * 6
     (eng_gps, eng_freed), (r26_gps, r26_freed) = paired_runs("bh", 1, 0, steps)
-    assert eng_freed and eng_gps          # context switches alone end its grace periods
-    assert not r26_freed and not r26_gps  # rcu_bh waits for a handler end or a tick outside
+    assert not eng_freed and not eng_gps
+    assert not r26_freed and not r26_gps
+    (eng_gps, eng_freed), r26 = paired_runs("vanilla", 1, 0, steps)
+    assert eng_freed and eng_gps and (eng_gps, eng_freed) == r26   # vanilla: they end it
+
+
+def test_a_tick_in_a_system_call_is_quiescent_for_bh_only():
+    steps = [[(1, False, False, "softirq")]] + [[(0, False, False, "syscall")]] * 6
+    (bh_gps, bh_freed), r26 = paired_runs("bh", 1, 0, steps)
+    assert bh_freed and (bh_gps, bh_freed) == r26
+    (v_gps, v_freed), _ = paired_runs("vanilla", 1, 0, steps)
+    assert not v_freed

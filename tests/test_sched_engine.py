@@ -59,7 +59,9 @@ def test_flood_summary_has_the_scheduler_figures():
                 "worst_wait_ms_gettimeofday", "worst_wait_ms_ksoftirqd"):
         assert key in s, key
     assert s["rcu_grace_ms_p50"] <= s["rcu_grace_ms_p95"] <= s["rcu_grace_ms_max"]
-    assert s["user_ran_pct"] < 2.0            # softirq work takes nearly everything
+    # softirq work takes nearly everything: the slivers between do_softirq calls
+    # last until the next timer interrupt (about half a jiffy), a few per cent
+    assert s["user_ran_pct"] < 5.0
     assert s["sched_switches"] > 0
     loop = next(t for t in res.counters["sched"]["tasks"][0] if t["name"] == "gettimeofday")
     # the loop is current most of the time, yet nearly every tick lands in softirq work,

@@ -5,12 +5,14 @@ rcu_process_callbacks, rcu_start_batch, rcu_check_quiescent_state,
 rcu_do_batch; kernel/sched.c schedule, scheduler_tick (2.6.0,
 MaximeChretien/linux-history v2.6.0).  The patches: LKML
 <20040331214342.GD4543@in.ibm.com> (rcu-softirq / call_rcu_bh, Dipankar Sarma,
-1 Apr 2004), as described in the project brief (sources.md §Story 2); their
-code was not read.  ``routelab.core.rcu26`` is the same protocol, standalone
-and event by event; this is the version the engine runs.  Fed the same events,
-the two agree on every grace period and callback time (tests/test_rcu26.py),
-except that a context switch is a quiescent state of this model's ``bh`` mode
-and not of rcu26's ``rcu_bh`` flavour.
+1 Apr 2004), as the project brief's reading of the patch text gives it
+(kernel.md, "rcu-softirq patch"; the mail itself is not reachable from this
+machine) and as the same rules stand in v2.6.9, where call_rcu_bh was first
+released (kernel/rcupdate.c rcu_check_callbacks, kernel/softirq.c
+__do_softirq's rcu_bh_qsctr_inc, v2.6.9).  ``routelab.core.rcu26`` is the same
+protocol, standalone and event by event; this is the version the engine runs.
+Fed the same events, the two agree on every grace period and callback time
+(tests/test_rcu26.py).
 
 A route-cache entry taken out of its hash chain may still be in use by a
 reader on another CPU, so it is handed to ``call_rcu`` and freed only after a
@@ -28,8 +30,17 @@ vanilla    schedule() (a context switch, even to the same task), a timer
 iter       vanilla + the end of each ``do_softirq`` invocation (the earlier
            rcu-softirq patch; our reading of "each full pass of the softirq
            loop")
-bh         vanilla + the completion of every softirq handler (call_rcu_bh)
+bh         call_rcu_bh's own counter (rt_free/rt_drop use call_rcu_bh): the
+           completion of every softirq handler, a user-mode or idle tick, and
+           any tick outside softirq -- also one inside a system call
+           (``system_tick``); *not* schedule(), which bumps only the normal
+           counter (issue 24 item 6: until then this mode also counted a
+           context switch and the end of a ``do_softirq`` call)
 =========  ================================================================
+
+``local_bh_enable`` leaving the outermost BH-disabled section is a bh
+quiescent state too; in this model no process-context code takes a BH lock
+under the flood (the loop's gettimeofday takes none), so it never happens.
 
 The 2.6.0 batch protocol, as modelled:
 
@@ -86,7 +97,7 @@ QS_KINDS = {
     "none": frozenset(),
     "vanilla": frozenset({"idle", "user_tick", "ctxsw"}),
     "iter": frozenset({"idle", "user_tick", "ctxsw", "softirq_loop"}),
-    "bh": frozenset({"idle", "user_tick", "ctxsw", "softirq_loop", "softirq_handler"}),
+    "bh": frozenset({"idle", "user_tick", "system_tick", "softirq_handler"}),
 }
 
 _NO_SNAPSHOT = -1

@@ -55,10 +55,10 @@ of the patch's description, not of its code; its ``plugticks`` is not modelled.
 Beside the engine: :mod:`routelab.core.rcu` (what a run uses) is the same protocol
 over per-CPU lists.  Fed the same events in time order, the two give the same grace
 periods and run each callback at the same time (``tests/test_rcu26.py`` pairs them
-with hypothesis), with one difference: the engine's ``"bh"`` mode, a single flavour,
-counts a context switch as a quiescent state, while the ``rcu_bh`` flavour here
-does not (schedule() bumps only the classic counter).  This module keeps what the
-engine leaves out: the two flavours side by side, ``local_bh_enable`` and the tick's
+with hypothesis); since issue 24 the engine's single-flavour ``"bh"`` mode counts
+exactly the ``rcu_bh`` flavour's events here (no context switch: schedule() bumps
+only the classic counter).  This module keeps what the engine leaves out: the two
+flavours side by side, ``local_bh_enable`` and the tick's
 ``in_hardirq`` test.
 
 Simplifications: CPUs are all online from the start (no hotplug); the tick-versus-

@@ -43,7 +43,7 @@ __all__ = [
     "HZ", "NSEC_PER_JIFFY", "MAX_RT_PRIO", "MAX_PRIO", "MIN_TIMESLICE", "MAX_TIMESLICE",
     "AVG_TIMESLICE", "MAX_BONUS", "MAX_SLEEP_AVG", "NS_MAX_SLEEP_AVG", "STARVATION_LIMIT",
     "INTERACTIVE_DELTA", "CREDIT_LIMIT", "ON_RUNQUEUE_WEIGHT", "KINDS",
-    "loop_runqueue", "task_timeslice", "current_bonus", "effective_prio", "delta",
+    "LOOP_NAME", "loop_runqueue", "task_timeslice", "current_bonus", "effective_prio", "delta",
     "task_interactive",
     "just_interactive_sleep", "timeslice_granularity",
     "Task", "PrioArray", "Runqueue", "simulate",
@@ -170,6 +170,17 @@ class Task:
     burst, sleep : int      milliseconds, for "sleeper" (used by :func:`simulate`)
     sleep_avg_ms : int      initial sleep average (the kernel derives it at fork)
     interactive_credit : int
+    user_share : float      share of the ticks that interrupt this task's own time (no
+                            softirq on top) that land in user mode rather than inside a
+                            system call (0..1; 1 by default).  Only a user-mode tick is an
+                            RCU quiescent state (kernel/rcupdate.c rcu_check_callbacks,
+                            2.6.0); the gettimeofday loop lives mostly inside
+                            ``sys_gettimeofday`` (story 2: ASSUMED 0.05-0.20).
+    cpus_allowed : tuple of int or None
+                            CPUs the task may run on (``sched_setaffinity``; None = all):
+                            :func:`loop_runqueue` places it on those CPUs only.  The model
+                            has no SMP load balancer (``docs/story2-kernel-notes.md``), so
+                            every task stays where it was placed -- as if pinned.
 
     Attributes (statistics, not kernel state)
     -----------------------------------------
@@ -183,10 +194,12 @@ class Task:
                  "first_time_slice", "sleep_avg", "interactive_credit", "timestamp",
                  "activated", "state", "array", "burst", "sleep", "burst_left", "wake_at",
                  "run_ns", "ticks", "softirq_ticks", "worst_wait_ns", "wait_since",
-                 "switched_in", "prio_samples", "nvcsw", "nivcsw")
+                 "switched_in", "prio_samples", "nvcsw", "nivcsw", "user_share",
+                 "cpus_allowed", "softirq_passes")
 
     def __init__(self, name: str, nice: int = 0, kind: str = "cpu", *, burst: int = 1,
-                 sleep: int = 10, sleep_avg_ms: int = 0, interactive_credit: int = 0):
+                 sleep: int = 10, sleep_avg_ms: int = 0, interactive_credit: int = 0,
+                 user_share: float = 1.0, cpus_allowed=None):
         if kind not in KINDS:
             raise ValueError(f"kind={kind!r}: must be one of {KINDS}")
         if not -20 <= nice <= 19:
@@ -195,6 +208,17 @@ class Task:
             raise ValueError(f"sleep_avg_ms={sleep_avg_ms}: allowed range is 0..{MAX_SLEEP_AVG}")
         if kind == "sleeper" and (burst < 1 or sleep < 1):
             raise ValueError(f"burst={burst}, sleep={sleep}: both must be >= 1 ms")
+        if not (isinstance(user_share, (int, float)) and 0.0 <= user_share <= 1.0):
+            raise ValueError(f"user_share={user_share!r}: allowed range is 0..1")
+        if cpus_allowed is not None:
+            cpus_allowed = tuple(cpus_allowed)
+            if not cpus_allowed or not all(isinstance(c, int) and 0 <= c < 64
+                                           for c in cpus_allowed):
+                raise ValueError(f"cpus_allowed={cpus_allowed!r}: a non-empty tuple of "
+                                 "CPU numbers 0..63, or None")
+        self.user_share = float(user_share)
+        self.cpus_allowed = cpus_allowed
+        self.softirq_passes = 0
         self.name, self.nice, self.kind = name, nice, kind
         self.mm = kind in ("cpu", "sleeper")        # kernel threads have no mm
         self.static_prio = MAX_RT_PRIO + 20 + nice
@@ -673,6 +697,9 @@ def simulate(rq: Runqueue, until_ms: int, *, start_ms: int = 0,
             rq.check()
 
 
+LOOP_NAME = "gettimeofday"   # the user program of story 2 (Cpu.loop)
+
+
 def loop_runqueue(cpu: int, ncpus: int, tasks: list) -> Runqueue:
     """CPU ``cpu``'s O(1) runqueue for a run with a user task: ksoftirqd
     (nice 19, asleep), the gettimeofday loop (nice 0, CPU-bound) and the
@@ -683,11 +710,20 @@ def loop_runqueue(cpu: int, ncpus: int, tasks: list) -> Runqueue:
     run with ``Router(user_task=True)`` builds it.  Simplified:
     the tasks start with no sleep average (a fresh fork's penalties are not
     modelled) unless given one.
+
+    Placement: a task with ``cpus_allowed`` goes on those CPUs only (one copy
+    per CPU: the model's tasks never migrate).  If ``tasks`` names a task
+    ``"gettimeofday"`` that entry *is* the loop (its ``user_share``, its CPUs),
+    instead of the default loop on every CPU with ``user_share`` 1.
     """
     rq = Runqueue(cpu, ncpus)
     rq.add(Task(f"ksoftirqd/{cpu}", 19, "ksoftirqd"))
-    rq.add(Task("gettimeofday", 0, "cpu"))
+    if not any(t.get("name") == LOOP_NAME for t in tasks):
+        rq.add(Task(LOOP_NAME, 0, "cpu"))
     for t in tasks:
+        allowed = t.get("cpus_allowed")
+        if allowed is not None and cpu not in tuple(allowed):
+            continue
         rq.add(Task(**t))
     rq.schedule(0.0)
     return rq

@@ -8,7 +8,6 @@ from routelab.sim.ledger cimport Ledger
 from routelab.sim.queues cimport IntervalLog
 
 cdef long _MAX_RESTART
-cdef double _TX_IRQ_DELAY
 cdef long _SCHED_HZ
 cdef double _STALL_S
 
@@ -32,11 +31,14 @@ cdef class Cpu:
     cdef public IntervalLog ivlog
     cdef public long long ctxsw, ksoftirqd_wakeups, user_ticks, slivers, resched_same
     cdef public long ksd_slice, ksd_left, ksd_expiry
+    cdef public double irq0_phase, tx_irq
+    cdef public long long lcg, sys_ticks, irq0_ends, ksd_passes
 
     cpdef double net_rx_action(self, double t, long weight, double cost) except? -1.0
     cpdef double cpu_was_free(self, double b, double t) except? -1.0
     cpdef double do_softirq(self, double start) except? -1.0
     cpdef double sliver(self, double start) except? -1.0
+    cpdef int tick_qs(self, double tick) except -1
     cpdef int sched_ticks(self, double upto, bint in_softirq) except -1
     cpdef int user_runs(self, double a, double z, bint preempt) except -1
     cpdef int switched(self, double t) except -1

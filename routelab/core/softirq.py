@@ -21,8 +21,11 @@ has them.
 
 Simplifications (each also said where it happens): hard-IRQ time is charged
 into the same FIFO (it would preempt softirq work, which changes the order of
-completion but not the total); tasks block and wake only at ticks; the output
-NIC's TX-completion interrupt delay is assumed (``TX_IRQ_DELAY``).
+completion but not the total); tasks block and wake only at ticks; how a
+stretch of user time between two ``do_softirq`` calls ends (:meth:`Cpu.sliver`)
+rests on a reading of the e1000 driver plus the 8254x interrupt rules as
+recalled (``INTERRUPTS``); whether a tick that ends it lands in user mode is
+the current task's ``user_share`` (ASSUMED for the gettimeofday loop).
 """
 
 from __future__ import annotations
@@ -34,18 +37,64 @@ import cython
 from ..sim.ledger import Ledger
 from ..sim.queues import IntervalLog
 from .dev import SoftnetData, flush_tx
+from .sched import LOOP_NAME as _LOOP_NAME
 
-__all__ = ["Cpu", "TimerTick", "MAX_SOFTIRQ_RESTART", "TX_IRQ_DELAY", "next_tick"]
+__all__ = ["Cpu", "TimerTick", "MAX_SOFTIRQ_RESTART", "TX_IRQ_DELAY", "INTERRUPTS",
+           "interrupts", "next_tick"]
 
 MAX_SOFTIRQ_RESTART = 10   # kernel/softirq.c (2.6)
-# Time from the end of an irq_exit softirq batch to the output NIC's next
-# TX-completion interrupt (which starts the next batch).  ASSUMED: the e1000
-# transmit interrupt delay, TIDV = 64 units of 1.024 us (the driver default
-# TxIntDelay as we recall it, unverified); frames are always in flight under
-# the flood, so that interrupt always comes.
+# The e1000 transmit interrupt delay, TIDV = 64 units of 1.024 us (driver
+# default TxIntDelay, drivers/net/e1000/e1000_param.c, v2.6.0; the unit as
+# recalled).  Until issue 24 every sliver of user time ended this long after
+# it began; now it is only the ``tx_irq_s`` a run may choose (see INTERRUPTS).
 TX_IRQ_DELAY = 64 * 1.024e-6
 # (the same as C constants when compiled)
-_MAX_RESTART, _TX_IRQ_DELAY = MAX_SOFTIRQ_RESTART, TX_IRQ_DELAY
+_MAX_RESTART = MAX_SOFTIRQ_RESTART
+
+#: How a stretch of user time between two ``do_softirq`` calls ends under a
+#: NAPI flood (:meth:`Cpu.sliver`), read when a :class:`Cpu` is made.  Change it
+#: for a run with :func:`interrupts`.
+#:
+#: * ``irq0_phase_s``: CPU0 also takes IRQ0 (the PIT, routed to CPU0 only: in
+#:   Olsson's /proc/interrupts of 31 Mar 2004 IRQ0 counts 297,156 on CPU0 against
+#:   LOC 297,060 per CPU), this long after each local APIC tick.  Its handler
+#:   (arch/i386/kernel/time.c timer_interrupt, do_timer) does not call
+#:   update_process_times on SMP (kernel/timer.c, "SMP process accounting uses
+#:   the local APIC timer"): no scheduler tick, no RCU check -- but its irq_exit
+#:   runs do_softirq.  The phase is set at boot and unknown: ASSUMED 0.5 ms, the
+#:   middle of its range 0..1 ms; ``None``: no IRQ0 (only the LAPIC tick).
+#: * ``tx_irq_s``: ``None`` (the default) -- the output NIC's interrupt is masked
+#:   when ``do_softirq`` returns, so it never ends a sliver.  The reading:
+#:   e1000_intr masks every cause (IMC) and schedules the poll; e1000_clean
+#:   re-enables them (IMS, which includes TXDW) when its RX work is below the
+#:   quota -- always, on an output port -- and under the flood a TX write-back
+#:   is latched in ICR by then, so the interrupt fires at once, inside the
+#:   softirq, and puts the port back on the poll list, masked
+#:   (drivers/net/e1000/e1000_main.c v2.6.0; the ICR/IMS rule is the 8254x's as
+#:   recalled, unverified).  A number: the interrupt comes that many seconds
+#:   after the return instead (``TX_IRQ_DELAY`` was the old assumption).
+INTERRUPTS = {"irq0_phase_s": 0.5e-3, "tx_irq_s": None}
+
+
+class interrupts:
+    """Context manager: runs made inside use these ``INTERRUPTS`` settings
+    (``with interrupts(irq0_phase_s=..., tx_irq_s=...): router.run(...)``)."""
+
+    def __init__(self, irq0_phase_s=0.5e-3, tx_irq_s=None) -> None:
+        if irq0_phase_s is not None and not 0.0 <= irq0_phase_s < 1e-3:
+            raise ValueError(f"irq0_phase_s={irq0_phase_s!r}: in [0, 1 ms) or None")
+        if tx_irq_s is not None and not 0.0 < tx_irq_s <= 1e-3:
+            raise ValueError(f"tx_irq_s={tx_irq_s!r}: in (0, 1 ms] or None")
+        self.new = {"irq0_phase_s": irq0_phase_s, "tx_irq_s": tx_irq_s}
+        self.old = None
+
+    def __enter__(self):
+        self.old = dict(INTERRUPTS)
+        INTERRUPTS.update(self.new)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        INTERRUPTS.update(self.old)
 _SCHED_HZ = 1000           # routelab.core.sched.HZ: the 2.6.0 scheduler's jiffies
 STALL_S = 0.05             # the loop's gaps recorded one by one (Cpu.loop_stalls)
 _STALL_S = STALL_S
@@ -113,7 +162,7 @@ class Cpu:
             for p in rq.tasks:
                 if p.kind == "ksoftirqd":
                     self.ksd = p
-                elif p.kind == "cpu" and self.loop is None:
+                elif p.name == _LOOP_NAME and self.loop is None:
                     self.loop = p
             if self.ksd is None:
                 raise ValueError("a runqueue for a Cpu needs its ksoftirqd task")
@@ -151,6 +200,17 @@ class Cpu:
         self.ksd_left = self.ksd_slice
         self.ksd_expiry = 0
         self.resched_same = 0
+        # how slivers end (INTERRUPTS, read now): IRQ0 only on CPU0
+        ph = INTERRUPTS["irq0_phase_s"]
+        self.irq0_phase = ph if (ph is not None and num == 0) else -1.0
+        tx = INTERRUPTS["tx_irq_s"]
+        self.tx_irq = tx if tx is not None else -1.0
+        # where a sliver-ending tick lands: a per-CPU Lehmer generator (the same
+        # numbers compiled and pure; it does not touch the run's other streams)
+        self.lcg = 1 + 7919 * (num + 1)
+        self.sys_ticks = 0
+        self.irq0_ends = 0
+        self.ksd_passes = 0
 
     # -- the softirq run a packet's service belongs to ------------------------------
     @cython.locals(b=cython.double, start=cython.double, svc=cython.double,
@@ -184,6 +244,10 @@ class Cpu:
             self.restarts = 0
             lg.svc = self.rr + cost
             self.runs += 1
+            if self.user:
+                self.rq.curr.softirq_passes += 1
+                if self.in_ksoftirqd:
+                    self.ksd_passes += 1
             return start
         start = b
         svc = cost
@@ -201,6 +265,10 @@ class Cpu:
             start = self.do_softirq(start)
             svc = self.rr + lg.t + cost
             self.runs += 1
+            if self.user:
+                self.rq.curr.softirq_passes += 1
+                if self.in_ksoftirqd:
+                    self.ksd_passes += 1
             pn = 1
             self.pass_t0 = start
         self.pass_n = pn
@@ -350,10 +418,10 @@ class Cpu:
           wall-clock time drains its ``sleep_avg`` at its next schedule().
         * At the return from the interrupt, ``need_resched`` (a slice used up,
           a better task woken) calls schedule(), a quiescent state.  If the
-          current task is a user task it runs until the next interrupt:
-          ``TX_IRQ_DELAY`` later or the next tick, whichever is first
-          (:meth:`user_runs`); only if the tick comes first does a tick land in
-          user mode -- a quiescent state in every RCU flavour.
+          current task is a user task it runs until the next interrupt
+          (:meth:`sliver`): the next LAPIC tick, or IRQ0 on CPU0, the output
+          NICs being masked; a LAPIC tick lands in user mode only with the
+          task's ``user_share`` -- otherwise inside its system call.
         * ksoftirqd (nice 19, never interactive) runs ``do_softirq`` back to
           back in process context (its ticks land in softirq: no quiescent
           state), calling cond_resched() between them: schedule() only once
@@ -382,8 +450,7 @@ class Cpu:
         after the first pass [24] kernel/softirq.c do_softirq.
 
         Simplified: interrupts are instantaneous (hard-IRQ time is folded into
-        the per-packet costs); the TX-completion interrupt delay is the e1000
-        default as we recall it (``TX_IRQ_DELAY``); with a 2.4 kernel the
+        the per-packet costs); how a sliver ends follows ``INTERRUPTS``; with a 2.4 kernel the
         2.6.0 scheduler stands in for 2.4's (not modelled).
         """
         lg = self.ledger
@@ -433,20 +500,79 @@ class Cpu:
             return start
         return self.sliver(start)
 
-    @cython.locals(start=cython.double, end=cython.double, tick=cython.double)
+    @cython.locals(start=cython.double, end=cython.double, tick=cython.double,
+                   irq0=cython.double, tx=cython.double, share=cython.double)
     def sliver(self, start: float) -> float:
         """Back in user mode at ``start`` until the next interrupt: return when it
-        comes (and with it the next ``do_softirq``)."""
+        comes (and with it the next ``do_softirq``).
+
+        Kernel: arch/i386/kernel/apic.c smp_local_timer_interrupt (the LAPIC
+        tick, every CPU: update_process_times), arch/i386/kernel/time.c
+        timer_interrupt (IRQ0, CPU0 only, no process accounting on SMP),
+        include/asm-i386/hardirq.h irq_exit, drivers/net/e1000/e1000_main.c
+        e1000_intr / e1000_clean / e1000_irq_enable, kernel/rcupdate.c
+        rcu_check_callbacks (v2.6.0, MaximeChretien/linux-history).
+
+        The input NICs stay masked (they never finish a poll under the flood);
+        the output NICs' interrupt is masked too unless ``INTERRUPTS`` says
+        otherwise (``tx_irq``).  So the sliver ends at the next LAPIC tick or,
+        on CPU0, at IRQ0 if that comes first.  A LAPIC tick that ends it
+        interrupted the current task's own code: in user mode with probability
+        ``user_share`` (a quiescent state in every flavour), otherwise inside a
+        system call (a quiescent state only of the call_rcu_bh patch: "any
+        tick not in softirq"); in the idle task it is an idle tick.  IRQ0 and
+        the TX interrupt are neither.  ``user_ticks``, ``sys_ticks`` and
+        ``irq0_ends`` count the cases.
+        """
         self.slivers += 1
-        end = start + _TX_IRQ_DELAY
-        tick = next_tick(start, self.hz)
-        if tick <= end:
-            end = tick
-            self.user_ticks += 1
-            if self.rcu is not None:
-                self.rcu.quiescent(self.num, tick, "user_tick" if self.rq.curr.mm else "idle")
+        end = next_tick(start, self.hz)
+        tick = end
+        if self.irq0_phase >= 0.0:
+            irq0 = next_tick(start - self.irq0_phase, self.hz) + self.irq0_phase
+            if irq0 < end:
+                end = irq0
+        if self.tx_irq > 0.0:
+            tx = start + self.tx_irq
+            if tx < end:
+                end = tx
+        if end == tick:
+            self.tick_qs(tick)
+        elif self.tx_irq <= 0.0 or end < start + self.tx_irq:
+            self.irq0_ends += 1
         self.user_runs(start, end, False)
         return end
+
+    @cython.locals(share=cython.double)
+    def tick_qs(self, tick: float) -> int:
+        """A LAPIC tick at ``tick`` interrupted the current task's own code (no
+        softirq work under way): pass the RCU event it is.  The idle task: an
+        idle tick.  A user task: in user mode with probability ``user_share``
+        (``user_ticks``), else inside a system call (``sys_ticks``).
+
+        Kernel: kernel/rcupdate.c rcu_check_callbacks (v2.6.0: a user tick, or
+        the idle task outside softirq; the call_rcu_bh patch adds any tick not
+        in softirq for its own flavour).  Where in the loop a tick lands is
+        drawn from a per-CPU Park-Miller generator (multiplier 48271), the same
+        numbers compiled and pure, apart from the run's other random streams.
+        """
+        cur = self.rq.curr if self.rq is not None else None
+        if cur is None or not cur.mm:
+            self.user_ticks += 1
+            if self.rcu is not None:
+                self.rcu.quiescent(self.num, tick, "idle")
+            return 0
+        share = cur.user_share
+        if share < 1.0:
+            self.lcg = (self.lcg * 48271) % 2147483647
+        if share >= 1.0 or self.lcg < share * 2147483647.0:
+            self.user_ticks += 1
+            if self.rcu is not None:
+                self.rcu.quiescent(self.num, tick, "user_tick")
+        else:
+            self.sys_ticks += 1
+            if self.rcu is not None:
+                self.rcu.quiescent(self.num, tick, "system_tick")
+        return 0
 
     @cython.locals(k=cython.long)
     def ksoftirqd_runs(self, t: float) -> int:
@@ -556,7 +682,13 @@ class Cpu:
                         "run_s": self.rq.run_ns(p, now) / 1e9, "worst_wait_s": p.worst_wait(now),
                         "ticks": p.ticks, "softirq_ticks": p.softirq_ticks, "prio": p.prio,
                         "sleep_avg_ms": p.sleep_avg / 1e6,
-                        "prio_samples": [(t / 1e9, pr) for t, pr in p.prio_samples]})
+                        "prio_samples": [(t / 1e9, pr) for t, pr in p.prio_samples],
+                        # do_softirq passes run while it was current: ksoftirqd's are
+                        # its own loop's, the others' came from irq_exit on top of it
+                        "softirq_passes": p.softirq_passes})
+            if p is self.ksd:
+                # the CPU's passes from irq_exit, whoever was current (idle too)
+                out[-1]["cpu_irq_exit_passes"] = self.runs - self.ksd_passes
         return out
 
 
@@ -601,13 +733,16 @@ class TimerTick:
 
     @cython.locals(due=cython.double, w=cython.double, mark=cython.double, c=Cpu)
     def fire(self, due: float) -> float:
-        """A tick on every CPU at ``due``."""
+        """A tick on every CPU at ``due``: a CPU with no softirq work passes the
+        RCU event its current task makes of the tick (:meth:`Cpu.tick_qs`)."""
         rcu = self.rcu
         flush_tx(self.devices, due)
-        kind = "user_tick" if self.user else "idle"
         for c in self.cpus:
             if c.busy <= due:
-                rcu.quiescent(c.num, due, kind)
+                if self.user:
+                    c.tick_qs(due)
+                else:
+                    rcu.quiescent(c.num, due, "idle")
         for c in self.cpus:
             if c.busy <= due and rcu.rcu_pending(c.num):
                 rcu.tick_seen[c.num] = math.floor(due * self.hz + 1e-6)

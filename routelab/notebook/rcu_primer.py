@@ -1,21 +1,33 @@
-"""RCU primer for notebook 02: one route-cache entry, a few CPUs, one grace period.
+"""RCU primer for notebook 02: one route-cache entry, a few CPUs, 2.6.0's batches.
 
 A small step model, separate from the router simulator, that shows on a
 per-CPU timeline why a softirq flood delays the freeing of route-cache
-entries on 2.6.0, and what the two rcu-softirq patches change.
+entries on 2.6.0, and what the two rcu-softirq patches change.  The RCU
+side is the simulator's own :class:`routelab.core.rcu.Rcu` -- the 2.6.0 batch
+protocol, with the quiescent-state rules of :data:`routelab.core.rcu.QS_KINDS`
+-- driven by the primer's timeline one millisecond at a time.
 
 The story, one millisecond per step (a timer tick at HZ=1000 on 2.6):
 
 1. Entry A sits in a route-cache hash chain.  On the last CPU a reader
    looked it up and still holds it inside a read-side critical section.
 2. At ``remove_at`` a writer on CPU0 unhashes A and calls ``call_rcu`` to
-   free it later.  A is now *removed but not freed*: it still counts in
-   ``dst_ops.entries`` (and so against ``max_size``).
-3. A grace period starts.  It ends once every CPU has passed a quiescent
-   state after the start -- which also proves that every reader that could
-   have seen A has finished.
-4. Then the RCU tasklet on CPU0 runs the callbacks, at most ``maxbatch``
-   per run, and A is freed: ``entries`` drops by one.
+   free it later (after ``backlog`` other callbacks queued just before).  A is
+   now *removed but not freed*: it still counts in ``dst_ops.entries`` (and
+   so against ``max_size``).  ``call_rcu`` only appends A to CPU0's ``nxt``
+   list.
+3. At the next tick CPU0's RCU tasklet runs: its ``cur`` list is empty, so
+   ``nxt`` becomes ``cur``, tagged with batch number ``curbatch + 1``, and a
+   grace period is started (numbered ``curbatch``, the one *before* A's batch).
+   Every CPU's tasklet first *records* its quiescent-state counter
+   (snapshot); a later run must find it changed -- a quiescent state in
+   between -- and then the CPU leaves the grace period.  The last CPU out
+   ends it and starts the next: A's own grace period.  So a lone callback
+   waits for **two** grace periods.
+4. Once ``curbatch`` has passed A's batch, CPU0's tasklet moves ``cur`` to
+   its done list and runs the callbacks -- all of them in 2.6.0 (``maxbatch``
+   0), at most ``maxbatch`` per run with the later throttling patches -- and A
+   is freed: ``entries`` drops by one.
 
 What each CPU does in a step (:data:`STATES`):
 
@@ -25,50 +37,48 @@ softirq    one network softirq handler run (``net_rx_action``: a budget of
            packets or one jiffy), never quiescent on vanilla 2.6.0
 idle       the idle loop (quiescent)
 ctxsw      the scheduler switches tasks (quiescent)
-kernel     a task in a system call reading the route cache under
-           ``rcu_read_lock_bh`` (e.g. ``/proc/net/rt_cache``); softirqs are
-           held off and a tick in kernel mode is not quiescent
+kernel     a task in a system call reading the route cache with softirqs
+           held off (e.g. ``/proc/net/rt_cache``): a tick there is not
+           quiescent, and the RCU tasklet (a softirq) waits until it ends
 =========  ===============================================================
 
-Consecutive softirq steps are handler runs of one ``__do_softirq`` call,
+Consecutive softirq steps are handler runs of one ``do_softirq`` call,
 which restarts at most ``MAX_SOFTIRQ_RESTART`` = 10 times; its last run
-ends a *loop pass*.  The quiescent-state rules (:data:`RULES`) use the same
-names as :mod:`routelab.core.rcu`:
+ends a *loop pass*.  The quiescent-state rules (:data:`RULES`) are the
+simulator's (``routelab.core.rcu.QS_KINDS``):
 
 ``vanilla``  2.6.0: context switch, tick in user mode, idle.
 ``iter``     the earlier rcu-softirq patch: also the end of each
-             ``__do_softirq`` call (our reading of "each full pass of the
+             ``do_softirq`` call (our reading of "each full pass of the
              softirq loop", as in ``routelab.kernels``).
-``bh``       the call_rcu_bh patch under test: also the end of every
-             softirq handler run.
+``bh``       the call_rcu_bh patch under test: the end of every softirq
+             handler run, a tick in user mode or idle (and any tick outside
+             softirq); *not* a context switch.
 
 Simplified on purpose:
 
 * Everything happens on 1 ms boundaries: a step's quiescent state, handler
-  completion or loop-pass end is dated at the end of the step.
-* The grace period starts at the ``call_rcu`` itself, and a CPU's quiescent
-  state counts as soon as it happens (the kernel starts grace periods from
-  the tick and waits for each CPU to notice them first).
-* The real machinery batches callbacks per CPU (``nxt``/``cur``/``done``
-  lists, batch numbers); here there is one batch: A plus ``backlog``
-  callbacks queued ahead of it on CPU0.
-* The tasklet runs once per tick after the grace period; the kernel
-  re-raises it at once when ``maxbatch`` leaves work over.
+  completion or loop-pass end is dated at the end of the step, and the
+  tick's tasklet runs right after (in a softirq step: in that pass).
+* The tick schedules a CPU's tasklet whenever ``rcu_pending`` holds; the
+  kernel also re-raises it from itself, which at most moves a step earlier.
 * Softirq load is a knob, not a consequence of packets; the hand-off to
   ``ksoftirqd`` (itself a context switch) is not modelled.
 * Timelines are random but seeded: for one seed, raising the load only turns
-  more steps into softirq, so a vanilla grace period never gets shorter.
+  more steps into softirq, so fewer steps are quiescent.
 
 In a notebook::
 
     tl = rcu_timeline(load=90, rule="vanilla")      # load in percent
-    print(tl.gp_length, tl.status())                 # a printed cell nbval checks
+    print(tl.wait, tl.status())                      # a printed cell nbval checks
     show(rcu_primer_figure(tl), alt=rcu_primer_alt(tl))
     rcu_primer_explorer()                            # NBVAL_IGNORE_OUTPUT
 
-Kernel: kernel/rcupdate.c call_rcu, rcu_check_quiescent_state, rcu_do_batch
-(maxbatch); kernel/softirq.c __do_softirq (2.6.0, 2.6.11); LKML
-<20040331214342.GD4543@in.ibm.com> (call_rcu_bh, 1 Apr 2004).
+Kernel: kernel/rcupdate.c call_rcu, rcu_process_callbacks, rcu_start_batch,
+rcu_check_quiescent_state, rcu_do_batch (v2.6.0; the per-run callback limit
+``maxbatch`` = 10 is v2.6.9's); kernel/softirq.c do_softirq (v2.6.0); LKML
+<20040331214342.GD4543@in.ibm.com> (call_rcu_bh, 1 Apr 2004), as
+``routelab.core.rcu`` reads it.
 """
 
 from __future__ import annotations
@@ -85,8 +95,9 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
-from ..core.rcu import QS_KINDS
-from ..core.softirq import MAX_SOFTIRQ_RESTART  # handler runs per __do_softirq call
+from ..core.dst import DstEntry
+from ..core.rcu import QS_KINDS, Rcu
+from ..core.softirq import MAX_SOFTIRQ_RESTART  # handler runs per do_softirq call
 from ..errors import KnobError
 from ..sysctl import Knob
 from .plots import OKABE_ITO, BlitRenderer, LiveFigure, new_figure
@@ -120,8 +131,12 @@ _READER = (2, 3)           # reader section: from remove_at - 2 to remove_at + 3
 _BURST_MS = 8              # smoothing window of the softirq pattern: bursts, not noise
 
 _EVENT_TEXT = {"user_tick": "tick in user mode", "idle": "idle", "ctxsw": "context switch",
-               "softirq_loop": "end of a __do_softirq call",
+               "softirq_loop": "end of a do_softirq call",
                "softirq_handler": "end of a softirq handler run"}
+#: the RCU event each step's state passes (a softirq step also ends a handler
+#: run, and possibly a do_softirq call); a "kernel" step passes none
+_STEP_EVENTS = {USER: ("user_tick",), IDLE: ("idle",), CTXSW: ("ctxsw",),
+                SOFTIRQ: ("softirq_handler",), KERNEL: ()}
 
 KNOBS: dict[str, Knob] = {k.name: k for k in [
     Knob("load", 50.0, float, 0.0, 100.0, "%",
@@ -132,17 +147,18 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
     Knob("steps", 200, int, 20, 2000, "ms", "Length of the timeline (1 step = 1 ms)."),
     Knob("seed", 0, int, 0, 2**32 - 1, "", "Seed of the random timeline."),
     Knob("remove_at", 20, int, 4, 1999, "ms", "When the writer unhashes entry A."),
-    Knob("maxbatch", 10, int, 0, 10_000, "callbacks",
-         "RCU callbacks per tasklet run (0 = no limit).", symbol="maxbatch"),
+    Knob("maxbatch", 0, int, 0, 10_000, "callbacks",
+         "RCU callbacks per tasklet run (0 = no limit, as 2.6.0; 10 in 2.6.9).",
+         symbol="maxbatch"),
     Knob("backlog", 0, int, 0, 100_000, "callbacks",
          "Callbacks queued on CPU0 ahead of A's."),
-    Knob("t", 20, int, 0, 2000, "ms", "Current time of the primer."),
+    Knob("t", 19, int, 0, 2000, "ms", "Current time of the primer."),
 ]}
 
 
 @dataclass
 class RcuTimeline:
-    """What every CPU does per millisecond, and when entry A is removed and freed.
+    """What every CPU does per millisecond, and how entry A goes through 2.6.0's batches.
 
     Times are in ms; an event "at t" happened at the end of step ``t - 1``.
     ``None`` means "not within the window".
@@ -152,18 +168,25 @@ class RcuTimeline:
     state : ndarray (ncpus, steps) of int8
         Index into :data:`STATES` per CPU and step.
     pass_end : ndarray (ncpus, steps) of bool
-        The softirq step is the last handler run of a ``__do_softirq`` call.
+        The softirq step is the last handler run of a ``do_softirq`` call.
     qs : ndarray (ncpus, steps) of bool
         The step ends with a quiescent state under ``rule``.
     reader : (cpu, start, end) or None
         The read-side critical section holding A (none with one CPU).
-    qs_time, qs_kind : tuple per CPU
-        Each CPU's first quiescent state after the grace period started, and
-        which event it was (a key of ``routelab.core.rcu.QS_KINDS`` events).
-    gp_end : int or None
-        End of the grace period (the last CPU's quiescent state).
+    batch_time : int or None
+        When CPU0's tasklet moved A (with the backlog) from ``nxt`` to ``cur``
+        and asked for its batch (``batch``, a grace-period number).
+    grace_periods : tuple of (number, start, end or None)
+        Every grace period that started in the window (the last may still run).
+    gp_start, gp_end : int or None
+        A's own grace period (number ``batch``): when it started and ended.
+    snap_time, qs_time, qs_kind, clear_time : tuple per CPU
+        In A's own grace period: when each CPU's tasklet recorded its counter,
+        its first quiescent state after that (which event: a key of
+        ``routelab.core.rcu.QS_KINDS`` events), and when a later tasklet run
+        saw the change and took the CPU out of the grace period.
     free_time : int or None
-        When the RCU tasklet frees A.
+        When the RCU tasklet on CPU0 frees A.
     entries : ndarray (steps + 1,)
         ``dst_ops.entries`` at each ms: A and the backlog count until freed.
     """
@@ -180,21 +203,30 @@ class RcuTimeline:
     pass_end: np.ndarray = field(repr=False)
     qs: np.ndarray = field(repr=False)
     reader: tuple[int, int, int] | None
+    batch: int | None
+    batch_time: int | None
+    grace_periods: tuple[tuple[int, int, int | None], ...]
+    gp_start: int | None
+    gp_end: int | None
+    snap_time: tuple[int | None, ...]
     qs_time: tuple[int | None, ...]
     qs_kind: tuple[str | None, ...]
-    gp_end: int | None
+    clear_time: tuple[int | None, ...]
     free_time: int | None
     entries: np.ndarray = field(repr=False)
 
     @property
-    def gp_start(self) -> int:
-        """Start of the grace period: the ``call_rcu`` at ``remove_at``."""
-        return self.remove_at
+    def gp_length(self) -> int | None:
+        """Length of A's own grace period in ms (``None``: not over within the window)."""
+        if self.gp_end is None or self.gp_start is None:
+            return None
+        return self.gp_end - self.gp_start
 
     @property
-    def gp_length(self) -> int | None:
-        """Grace-period length in ms (``None``: not over within the window)."""
-        return None if self.gp_end is None else self.gp_end - self.gp_start
+    def wait(self) -> int | None:
+        """From the ``call_rcu`` to the free, in ms: what A really waits (``None``:
+        not freed within the window)."""
+        return None if self.free_time is None else self.free_time - self.remove_at
 
     @property
     def handler_end(self) -> np.ndarray:
@@ -208,17 +240,24 @@ class RcuTimeline:
 
     def events(self) -> list[tuple[int, str]]:
         """``(time, what)`` of the story's moments, in time order."""
-        ev = [(self.remove_at, "writer unhashes A, call_rcu(free A); grace period starts")]
+        ev = [(self.remove_at, "writer unhashes A, call_rcu(free A) queues it on CPU0")]
         if self.reader:
             c, _, end = self.reader
             ev.append((end, f"reader on CPU{c} leaves its critical section"))
+        if self.batch_time is not None:
+            ev.append((self.batch_time, f"CPU0's tasklet puts A in batch {self.batch}"))
+        for num, a, b in self.grace_periods:
+            if self.batch is None or num > self.batch:
+                continue
+            whose = "A's own " if num == self.batch else ""
+            ev.append((a, f"{whose}grace period {num} starts"))
+            if b is not None:
+                ev.append((b, f"{whose}grace period {num} over ({b - a} ms)"))
         for c, (t, k) in enumerate(zip(self.qs_time, self.qs_kind, strict=True)):
             if t is not None:
                 ev.append((t, f"CPU{c} quiescent ({_EVENT_TEXT[k]})"))
-        if self.gp_end is not None:
-            ev.append((self.gp_end, f"grace period over ({self.gp_length} ms)"))
         if self.free_time is not None:
-            ev.append((self.free_time, "RCU tasklet frees A"))
+            ev.append((self.free_time, f"RCU tasklet frees A ({self.wait} ms after call_rcu)"))
         return sorted(ev, key=lambda e: e[0])
 
     def status(self, upto: int | None = None) -> str:
@@ -229,16 +268,31 @@ class RcuTimeline:
             who = f", CPU{self.reader[0]} reading it" if self.reader else ""
             return (f"t = {t} ms · entry A in the hash chain{who} · the writer unhashes it "
                     f"at t = {self.remove_at} ms (entries = {e})")
+        if self.batch_time is None or t < self.batch_time:
+            return (f"t = {t} ms · A queued on CPU0, waiting for its tasklet to batch it · "
+                    f"entry A removed, not yet freed (entries = {e})")
+        if self.gp_start is None or t < self.gp_start:
+            run = [(n, a) for n, a, b in self.grace_periods if a <= t and (b is None or b > t)]
+            if run:
+                n, a = run[-1]
+                gp = (f"grace period {n} not over after {t - a} ms" if t >= self.steps
+                      else f"grace period {n} running ({t - a} ms)")
+            else:
+                gp = "no grace period running"
+            return (f"t = {t} ms · A in batch {self.batch}, which waits for {gp} · "
+                    f"entry A removed, not yet freed (entries = {e})")
         cpus = ", ".join(f"CPU{c} ✓ (t={q})" if q is not None and q <= t else f"CPU{c} waiting"
-                         for c, q in enumerate(self.qs_time))
+                         for c, q in enumerate(self.clear_time))
         if self.gp_end is None or t < self.gp_end:
             running = t - self.gp_start
-            gp = (f"grace period not over after {running} ms" if t >= self.steps
-                  else f"grace period running ({running} ms)")
+            gp = (f"A's grace period {self.batch} not over after {running} ms"
+                  if t >= self.steps else f"A's grace period {self.batch} running ({running} ms)")
             return f"t = {t} ms · {gp}: {cpus} · entry A removed, not yet freed (entries = {e})"
-        gp = f"grace period {self.gp_start}→{self.gp_end} ms ({self.gp_length} ms): {cpus}"
+        gp = (f"A's grace period {self.gp_start}→{self.gp_end} ms ({self.gp_length} ms): "
+              f"{cpus}")
         if self.free_time is not None and t >= self.free_time:
-            return f"t = {t} ms · {gp} · A freed at t = {self.free_time} ms (entries = {e})"
+            return (f"t = {t} ms · {gp} · A freed at t = {self.free_time} ms, "
+                    f"{self.wait} ms after call_rcu (entries = {e})")
         return f"t = {t} ms · {gp} · A waits for the RCU tasklet, not yet freed (entries = {e})"
 
 
@@ -247,8 +301,8 @@ def _check(name: str, value):
 
 
 def rcu_timeline(load: float, rule: str, ncpus: int = 2, steps: int = 200, seed: int = 0, *,
-                 remove_at: int = 20, maxbatch: int = 10, backlog: int = 0) -> RcuTimeline:
-    """Build the per-CPU timeline and find the grace period and the free.
+                 remove_at: int = 20, maxbatch: int = 0, backlog: int = 0) -> RcuTimeline:
+    """Build the per-CPU timeline and run 2.6.0's RCU over it.
 
     Parameters
     ----------
@@ -266,17 +320,19 @@ def rcu_timeline(load: float, rule: str, ncpus: int = 2, steps: int = 200, seed:
     remove_at : int
         When the writer on CPU0 unhashes A and calls ``call_rcu`` (ms).
     maxbatch : int
-        Callbacks per RCU tasklet run (0 = no limit; 10 in 2.6.11).
+        Callbacks per RCU tasklet run (0 = no limit, as 2.6.0; 10 in 2.6.9).
     backlog : int
-        Callbacks queued ahead of A's; with ``maxbatch`` they delay the free.
+        Callbacks queued on CPU0 just ahead of A's; with ``maxbatch`` they delay
+        the free.
 
     Raises
     ------
     KnobError
         For a value out of range, naming the knob.
 
-    Kernel: kernel/rcupdate.c call_rcu, rcu_check_quiescent_state, rcu_do_batch;
-    kernel/softirq.c __do_softirq.  See the module docstring for what is simplified.
+    Kernel: kernel/rcupdate.c (v2.6.0) through :class:`routelab.core.rcu.Rcu`,
+    the simulator's own model of it; kernel/softirq.c do_softirq.  See the
+    module docstring for what is simplified.
     """
     load, rule, ncpus = _check("load", load), _check("rule", rule), _check("ncpus", ncpus)
     steps, seed = _check("steps", steps), _check("seed", seed)
@@ -302,31 +358,93 @@ def rcu_timeline(load: float, rule: str, ncpus: int = 2, steps: int = 200, seed:
         pass_end[c] = _pass_ends(state[c] == SOFTIRQ)
     events = RULES[rule][1]
     qs = np.zeros_like(pass_end)
-    if "user_tick" in events:
-        qs |= state == USER
-    if "idle" in events:
-        qs |= state == IDLE
-    if "ctxsw" in events:
-        qs |= state == CTXSW
+    for code, kinds in _STEP_EVENTS.items():
+        if any(k in events for k in kinds):
+            qs |= state == code
     if "softirq_loop" in events:
         qs |= pass_end
-    if "softirq_handler" in events:
-        qs |= state == SOFTIRQ
-    qs_time, qs_kind = [], []
+    run = _run_rcu(rule, state, pass_end, remove_at, maxbatch, backlog)
+    return RcuTimeline(load=load, rule=rule, ncpus=ncpus, steps=steps, seed=seed,
+                       remove_at=remove_at, maxbatch=maxbatch, backlog=backlog, state=state,
+                       pass_end=pass_end, qs=qs, reader=reader, **run)
+
+
+def _run_rcu(rule: str, state: np.ndarray, pass_end: np.ndarray, remove_at: int,
+             maxbatch: int, backlog: int) -> dict:
+    """Drive ``routelab.core.rcu.Rcu`` over the timeline, one tick per step.
+
+    At the end of step ``t`` (time ``t + 1``) each CPU passes its step's events
+    (:meth:`Rcu.quiescent`), then its tick: if ``rcu_pending`` the tasklet is
+    scheduled, and it runs unless softirqs are held off ("kernel"; it then runs
+    at the first step that is not).  The ``call_rcu`` of the backlog and of A
+    come at ``remove_at``, after that tick.
+    """
+    ncpus, steps = state.shape
+    freed: dict[int, int] = {}
+    rcu = Rcu(rule, ncpus, maxbatch, lambda e, now: freed.setdefault(e.uid, round(now)) * 0.0,
+              {"rcu_callback": 0.0, "rcu_tasklet": 0.0})
+    a_uid = backlog + 1
+    events = rcu.qs_kinds
+    qs_log: list[list[tuple[int, str]]] = [[] for _ in range(ncpus)]
+    snaps: dict[tuple[int, int], int] = {}     # (grace period, cpu) -> snapshot time
+    clears: dict[tuple[int, int], int] = {}
+    starts: dict[int, int] = {}
+    ends: dict[int, int] = {}
+    scheduled = [False] * ncpus
+    batch = batch_time = None
+    entries = np.full(steps + 1, LIVE_ENTRIES + 1 + backlog, dtype=np.int64)
+    for t in range(steps):
+        now = t + 1
+        for c in range(ncpus):
+            st = int(state[c, t])
+            kinds = _STEP_EVENTS[st] + (("softirq_loop",) if pass_end[c, t] else ())
+            for k in kinds:
+                if k in events:
+                    rcu.quiescent(c, float(now), k)
+                    qs_log[c].append((now, k))
+        for c in range(ncpus):
+            scheduled[c] = scheduled[c] or bool(rcu.rcu_pending(c))
+            if not scheduled[c] or state[c, t] == KERNEL:
+                continue
+            scheduled[c] = False
+            num, had_mask, had_snap = rcu.curbatch, bool(rcu.mask[c]), rcu.last_qsctr[c]
+            running = rcu.nmask > 0
+            rcu.rcu_tasklet(c, float(now))
+            over = rcu.curbatch > num              # this run ended grace period ``num``
+            if over:
+                ends[num] = now
+            if rcu.nmask > 0 and (over or not running):
+                starts[rcu.curbatch] = now          # ... and started the next
+            if had_mask and (over or not rcu.mask[c]):
+                clears[(num, c)] = now
+            if rcu.mask[c] and rcu.last_qsctr[c] != -1 and (had_snap == -1 or over):
+                snaps.setdefault((rcu.curbatch, c), now)
+            if batch is None and c == 0 and a_uid in {e.uid for e in rcu.cur[0]}:
+                batch, batch_time = int(rcu.batch[0]), now
+        if now == remove_at:
+            # the writer runs between this tick and the next
+            for uid in range(1, a_uid + 1):
+                rcu.call_rcu(0, DstEntry(uid, float(now)), float(now))
+        for when in freed.values():
+            if when == now:
+                entries[now:] -= 1
+    free_time = freed.get(a_uid)
+    snap_t, qs_t, qs_k, clear_t = [], [], [], []
     for c in range(ncpus):
-        after = np.flatnonzero(qs[c, remove_at:])
-        if after.size:
-            i = remove_at + int(after[0])
-            qs_time.append(i + 1)
-            qs_kind.append(_event_kind(int(state[c, i]), events))
-        else:
-            qs_time.append(None)
-            qs_kind.append(None)
-    gp_end = None if None in qs_time else max(qs_time)
-    free_time, entries = _rcu_do_batch(gp_end, steps, maxbatch, backlog)
-    return RcuTimeline(load, rule, ncpus, steps, seed, remove_at, maxbatch, backlog, state,
-                       pass_end, qs, reader, tuple(qs_time), tuple(qs_kind), gp_end, free_time,
-                       entries)
+        sn = snaps.get((batch, c)) if batch is not None else None
+        cl = clears.get((batch, c)) if batch is not None else None
+        first = next(((q, k) for q, k in qs_log[c] if sn is not None and q > sn), (None, None))
+        snap_t.append(sn)
+        clear_t.append(cl)
+        qs_t.append(first[0] if first[0] is not None and (cl is None or first[0] <= cl)
+                    else None)
+        qs_k.append(first[1] if qs_t[-1] is not None else None)
+    gps = tuple((n, starts[n], ends.get(n)) for n in sorted(starts))
+    return dict(batch=batch, batch_time=batch_time, grace_periods=gps,
+                gp_start=starts.get(batch) if batch is not None else None,
+                gp_end=ends.get(batch) if batch is not None else None,
+                snap_time=tuple(snap_t), qs_time=tuple(qs_t), qs_kind=tuple(qs_k),
+                clear_time=tuple(clear_t), free_time=free_time, entries=entries)
 
 
 def _process_states(rng: np.random.Generator, steps: int) -> np.ndarray:
@@ -359,7 +477,7 @@ def _softirq_rank(rng: np.random.Generator, steps: int) -> np.ndarray:
 
 
 def _pass_ends(soft: np.ndarray) -> np.ndarray:
-    """The last handler run of each ``__do_softirq`` call in a run of softirq steps.
+    """The last handler run of each ``do_softirq`` call in a run of softirq steps.
 
     A call ends when the softirq work stops, or after ``MAX_SOFTIRQ_RESTART``
     runs; work that goes on is picked up by the next call.  The last step of
@@ -376,31 +494,6 @@ def _pass_ends(soft: np.ndarray) -> np.ndarray:
             end[i] = True
             k = 0
     return end
-
-
-def _event_kind(state: int, events: frozenset[str]) -> str:
-    # under "iter" only a step that ends a __do_softirq call is quiescent
-    if state == SOFTIRQ:
-        return "softirq_handler" if "softirq_handler" in events else "softirq_loop"
-    return {USER: "user_tick", IDLE: "idle", CTXSW: "ctxsw"}[state]
-
-
-def _rcu_do_batch(gp_end: int | None, steps: int, maxbatch: int,
-                  backlog: int) -> tuple[int | None, np.ndarray]:
-    """Free time of A and the entries counter: the tasklet runs once per tick after the GP."""
-    entries = np.full(steps + 1, LIVE_ENTRIES + 1 + backlog, dtype=np.int64)
-    if gp_end is None:
-        return None, entries
-    per_run = maxbatch or backlog + 1
-    left, t, free_time = backlog + 1, gp_end + 1, None
-    while left and t <= steps:
-        n = min(per_run, left)
-        entries[t:] -= n
-        left -= n
-        if left == 0:
-            free_time = t      # A was queued last
-        t += 1
-    return free_time, entries
 
 
 # -- figure ---------------------------------------------------------------------------
@@ -436,8 +529,12 @@ class RcuPrimerFigure(LiveFigure):
         ax_e.grid(True, axis="x")
         ax_e.set_xlim(0, steps)
         xa = blended_transform_factory(ax.transData, ax.transAxes)
+        self.gp_prev = Rectangle((0, 0), 0, 1, transform=xa, color=OKABE_ITO["sky_blue"],
+                                 alpha=0.18, linewidth=0,
+                                 label="grace period A's batch waits out")
+        ax.add_patch(self.gp_prev)
         self.gp_band = Rectangle((0, 0), 0, 1, transform=xa, color=OKABE_ITO["orange"],
-                                 alpha=0.22, linewidth=0, label="grace period")
+                                 alpha=0.22, linewidth=0, label="A's own grace period")
         ax.add_patch(self.gp_band)
         self.bars = {s: PolyCollection([], facecolors=_STATE_COLORS[s], edgecolors="none",
                                        label=_STATE_LABELS[s]) for s in STATES}
@@ -451,13 +548,16 @@ class RcuPrimerFigure(LiveFigure):
                                   color=black, markeredgewidth=0.6, alpha=0.6,
                                   label="handler run ends")
         (self.passes,) = ax.plot([], [], linestyle="none", marker="|", markersize=11,
-                                 color=black, markeredgewidth=1.4, label="__do_softirq ends")
+                                 color=black, markeredgewidth=1.4, label="do_softirq ends")
         (self.remove,) = ax.plot([], [], color=black, linewidth=1.5, transform=xa)
         self.remove_text = ax.text(0, 1.02, "call_rcu(A) ", transform=xa, ha="right",
                                    va="bottom", fontsize=8)
+        (self.snap,) = ax.plot([], [], linestyle="none", marker="o", markersize=6,
+                               markerfacecolor="white", markeredgecolor=black,
+                               label="tasklet records the counter")
         (self.qs,) = ax.plot([], [], linestyle="none", marker="*", markersize=11,
                              color=OKABE_ITO["yellow"], markeredgecolor=black,
-                             label="first QS after removal")
+                             label="first QS after that")
         (self.gp_line,) = ax.plot([], [], color=black, linewidth=1.5, linestyle="--",
                                   transform=xa)
         self.gp_text = ax.text(0, 1.02, " GP over", transform=xa, ha="left", va="bottom",
@@ -474,7 +574,8 @@ class RcuPrimerFigure(LiveFigure):
                                   transform=blended_transform_factory(ax_e.transData,
                                                                       ax_e.transAxes))
         handles = [Patch(color=_STATE_COLORS[s], label=_STATE_LABELS[s]) for s in STATES] + [
-            self.reader, self.handler, self.passes, self.gp_band, self.qs, self.free,
+            self.reader, self.handler, self.passes, self.gp_prev, self.gp_band, self.snap,
+            self.qs, self.free,
             Line2D([], [], color=black, linewidth=1.5, label="removal (call_rcu)"),
             Line2D([], [], color=black, linewidth=1.5, linestyle="--", label="grace period ends"),
         ]
@@ -484,9 +585,10 @@ class RcuPrimerFigure(LiveFigure):
         self._alt = ""
         # Text is the slow part of a draw: axes, ticks and legend are cached per
         # (CPUs, window, counter range) and only these artists are redrawn.
-        dynamic = [self.gp_band, *self.bars.values(), self.reader, self.handler, self.passes,
-                   self.remove, self.remove_text, self.qs, self.gp_line, self.gp_text,
-                   self.now, self.msg, self.entries, self.free, self.now_e, self.title]
+        dynamic = [self.gp_prev, self.gp_band, *self.bars.values(), self.reader, self.handler,
+                   self.passes, self.remove, self.remove_text, self.snap, self.qs,
+                   self.gp_line, self.gp_text, self.now, self.msg, self.entries, self.free,
+                   self.now_e, self.title]
         self._blit = BlitRenderer(fig, dynamic)
 
     def update(self, tl: RcuTimeline, upto: int | None = None) -> None:
@@ -514,9 +616,20 @@ class RcuPrimerFigure(LiveFigure):
         self.remove.set_visible(removed)
         self.remove_text.set_x(tl.remove_at)
         self.remove_text.set_visible(removed)
-        gp_stop = t if tl.gp_end is None else min(t, tl.gp_end)
-        self.gp_band.set_bounds(tl.gp_start, 0, max(gp_stop - tl.gp_start, 0), 1)
-        self.gp_band.set_visible(removed)
+        prev = [(a, b) for n, a, b in tl.grace_periods if tl.batch is not None and n < tl.batch]
+        if removed and prev and t > prev[-1][0]:
+            a, b = prev[-1]
+            self.gp_prev.set_bounds(a, 0, (t if b is None else min(t, b)) - a, 1)
+            self.gp_prev.set_visible(True)
+        else:
+            self.gp_prev.set_visible(False)
+        own = tl.gp_start is not None and t >= tl.gp_start
+        if own:
+            gp_stop = t if tl.gp_end is None else min(t, tl.gp_end)
+            self.gp_band.set_bounds(tl.gp_start, 0, max(gp_stop - tl.gp_start, 0), 1)
+        self.gp_band.set_visible(own)
+        snaps = [(q, c) for c, q in enumerate(tl.snap_time) if q is not None and q <= t]
+        self.snap.set_data([q for q, _ in snaps], [c - _ROW / 2 - 0.08 for _, c in snaps])
         done = [(q, c) for c, q in enumerate(tl.qs_time) if q is not None and q <= t]
         self.qs.set_data([q for q, _ in done], [c for _, c in done])
         over = tl.gp_end is not None and t >= tl.gp_end
@@ -529,9 +642,8 @@ class RcuPrimerFigure(LiveFigure):
                            [tl.entries[tl.free_time]] if freed else [])
         self.now.set_data([t, t], [0, 1])
         self.now_e.set_data([t, t], [0, 1])
-        if removed and not over:
-            self.msg.set_text(f"grace period not over after {t - tl.gp_start} ms"
-                              if t >= tl.steps else "")
+        if removed and not over and t >= tl.steps:
+            self.msg.set_text(tl.status(t).split(" · ")[1].split(":")[0])
         else:
             self.msg.set_text("")
         x = np.arange(t + 1)
@@ -542,7 +654,7 @@ class RcuPrimerFigure(LiveFigure):
         self.ax_e.set_ylim(lo - pad, hi + pad)
         self.ax_e.set_xlim(0, tl.steps)
         label, _ = RULES[tl.rule]
-        self.title.set_text(f"One RCU grace period: {label}, softirq load {tl.load:.0f} %, "
+        self.title.set_text(f"RCU batches for one entry: {label}, softirq load {tl.load:.0f} %, "
                             f"{n} CPU{'s' if n > 1 else ''}")
         self._alt = rcu_primer_alt(tl, t)
 
@@ -579,8 +691,8 @@ def rcu_primer_alt(tl: RcuTimeline, upto: int | None = None) -> str:
         c, a, b = tl.reader
         parts.append(f"A reader on CPU{c} holds entry A from {a} to {b} ms.")
     parts += [f"At {when} ms: {what}." for when, what in tl.events() if when <= t]
-    if t >= tl.remove_at and (tl.gp_end is None or t < tl.gp_end):
-        parts.append(f"The grace period has run {t - tl.gp_start} ms and is not over.")
+    if t >= tl.remove_at and (tl.free_time is None or t < tl.free_time):
+        parts.append(f"Now: {tl.status(t).split(' · ', 1)[1]}.")
     parts.append(f"The entries counter shows {int(tl.entries[t])}.")
     return " ".join(parts)
 
@@ -595,7 +707,8 @@ def rcu_primer_explorer(*, steps: int = 200, seed: int = 0, dpi: int = 80,
     ``t`` [ms], plus "Step +1 ms" and "Next event" buttons that move ``t``.
     Timelines are cached, so moving in time only redraws.  ``start``
     overrides the controls' initial values (``load``, ``rule``, ``ncpus``,
-    ``t``; ``t`` starts at the removal).  Returns an
+    ``t``; ``t`` starts one step before the removal, so the first moves show the
+    removal, then the tasklet batching A and the first grace period starting).  Returns an
     :class:`~routelab.notebook.widgets.Explorer` with extra attributes
     ``step_button``, ``next_button`` and ``timeline()`` (the one shown).
     """
@@ -611,7 +724,7 @@ def rcu_primer_explorer(*, steps: int = 200, seed: int = 0, dpi: int = 80,
                     value=start.get("rule")),
         control_for(KNOBS["ncpus"], description="CPUs", value=start.get("ncpus")),
         control_for(KNOBS["t"], description="time", max=steps,
-                    value=start.get("t", min(remove_at, steps))),
+                    value=start.get("t", min(remove_at - 1, steps))),
     ]
     fig = RcuPrimerFigure(steps=steps)
     cache: dict[tuple, RcuTimeline] = {}

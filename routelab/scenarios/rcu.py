@@ -7,8 +7,8 @@ linux-kernel, 2004, replying to Dipankar Sarma): a 2-way 2.4 GHz P4 Xeon with
 flows of ``flow_len`` packets with random destinations
 (:class:`routelab.traffic.Pktgen`), forwarded out of eth1 and eth3.  Each
 input port's softirq work runs on its own CPU (NAPI, e1000).  A user process
-on each CPU loops calling ``gettimeofday``; the longest time it was kept off
-the CPU is ``user_max_delay_s``.
+loops calling ``gettimeofday`` (on every CPU, or pinned to one: ``loops``);
+the longest time it was kept off the CPU is ``user_max_delay_s``.
 
 Route-cache entries are freed through RCU: unhashed entries still count
 against ``max_size`` until a grace period ends, and under a softirq flood
@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from ..core.sched import LOOP_NAME
+from ..core.softirq import INTERRUPTS
 from ..errors import KnobError
 from ..ipv4.fib import Fib, Route, Rule
 from ..result import OUTCOMES, Result
@@ -40,6 +42,7 @@ NAME = "rcu"
 TITLE = "Route-cache DoS and RCU grace periods under a softirq flood (story 2)"
 
 WINDOW_S = 0.5   # trace generation / simulation window, seconds
+LOOP_PLACEMENTS = ("all", "cpu0", "cpu1")
 
 KNOBS: dict[str, Knob] = {k.name: k for k in [
     kernel_knob("2.6.0"),
@@ -59,13 +62,34 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
     Knob("napi_weight", 64, int, 1, 1024, "packets",
          "NAPI poll weight of the input NICs: packets per dev->poll call; net_rx_action "
          "looks at its one-jiffy time limit only between calls."),
-    Knob("user_task", True, bool, help="A gettimeofday loop runs on every CPU."),
+    Knob("user_task", True, bool, help="The gettimeofday loop runs (on the CPUs 'loops' names)."),
+    Knob("loops", "all", str, choices=LOOP_PLACEMENTS,
+         help="Where the gettimeofday loop runs: 'all' (one on every CPU, the calibration's "
+              "set-up), 'cpu0' or 'cpu1' (the one 'user app' the report names, pinned there: "
+              "the model has no SMP load balancer)."),
+    Knob("user_tick_share", 0.20, float, 0.0, 1.0, "",
+         "Share of the ticks that interrupt the loop's own code that land in user mode "
+         "(a quiescent state) rather than inside sys_gettimeofday. Documented range "
+         "0.05-0.20 (docs/calibration-story2.md); 0.20 fitted to the overflows.", step=0.01),
+    Knob("irq0_phase_ms", 0.5, float, 0.0, 0.999, "ms",
+         "When CPU0's IRQ0 (the PIT) comes after each local APIC tick: it ends CPU0's "
+         "slivers of user time without a scheduler tick or quiescent state. Set at "
+         "boot, unknown: ASSUMED 0.5, range 0-1 ms.", step=0.05),
+    Knob("tx_irq_us", 0.0, float, 0.0, 1000.0, "us",
+         "0: the output NIC's interrupt is masked when do_softirq returns (the reading "
+         "of the e1000 driver), so slivers end at timer interrupts. > 0: it fires this "
+         "long after the return and ends the sliver (65.5 = the old TX_IRQ_DELAY).",
+         step=0.5),
     Knob("other_hogs", 0, int, 0, 8, "tasks",
          "Further CPU-bound nice-0 tasks on every CPU (with user_task). The report "
          "does not say what else ran on the box: ASSUMED 0."),
     Knob("sleepers", 0, int, 0, 8, "tasks",
          "Mostly-sleeping nice-0 tasks on every CPU (a shell, sshd, top: run "
          "sleeper_burst_ms, sleep sleeper_sleep_ms), with user_task. ASSUMED 0."),
+    Knob("others_on", "all", str, choices=("all", "loop", "cpu0", "cpu1"),
+         help="Where other_hogs and sleepers run: 'all' (that many on every CPU), 'loop' "
+              "(only on the loop's CPUs) or one CPU -- pinned, as the model has no SMP "
+              "load balancer."),
     Knob("sleeper_burst_ms", 1, int, 1, 100, "ms", "CPU time a sleeper needs per wakeup."),
     Knob("sleeper_sleep_ms", 100, int, 1, 10_000, "ms",
          "How long a sleeper sleeps between bursts."),
@@ -96,9 +120,20 @@ def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
               local_addrs=["10.255.255.254", "11.255.255.254"])
     tasks = []
     if values["user_task"]:
-        tasks += [dict(name=f"hog{i}", kind="cpu") for i in range(values["other_hogs"])]
+        where = values["loops"]
+        if where != "all" and not two and where != "cpu0":
+            raise KnobError("loops", where, "'all' or 'cpu0' with cpus=1")
+        on = None if where == "all" else (int(where[3:]),)
+        tasks.append(dict(name=LOOP_NAME, kind="cpu", user_share=values["user_tick_share"],
+                          cpus_allowed=on))
+        others = {"all": None, "loop": on, "cpu0": (0,), "cpu1": (1,)}[values["others_on"]]
+        if others == (1,) and not two:
+            raise KnobError("others_on", "cpu1", "'all', 'loop' or 'cpu0' with cpus=1")
+        tasks += [dict(name=f"hog{i}", kind="cpu", cpus_allowed=others)
+                  for i in range(values["other_hogs"])]
         tasks += [dict(name=f"sleeper{i}", kind="sleeper", burst=values["sleeper_burst_ms"],
-                       sleep=values["sleeper_sleep_ms"]) for i in range(values["sleepers"])]
+                       sleep=values["sleeper_sleep_ms"], cpus_allowed=others)
+                  for i in range(values["sleepers"])]
     elif values["other_hogs"] or values["sleepers"]:
         raise KnobError("other_hogs/sleepers", values["other_hogs"] + values["sleepers"],
                         "0 without user_task (further tasks need the scheduler)")
@@ -109,6 +144,10 @@ def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
               order=values["flow_order"])
     gens = [Pktgen(saddr=SRC_A, dev=0, seed=seed * 2 + 1, **kw),
             Pktgen(saddr=SRC_B, dev=2, seed=seed * 2 + 2, **kw)]
+    # how slivers of user time end (read by each Cpu when the run starts; run()
+    # restores the defaults afterwards)
+    INTERRUPTS["irq0_phase_s"] = values["irq0_phase_ms"] * 1e-3
+    INTERRUPTS["tx_irq_s"] = values["tx_irq_us"] * 1e-6 if values["tx_irq_us"] > 0 else None
     duration = values["duration"]
     expected = sum(g.count(0.0, duration)[1] for g in gens)
 
@@ -134,6 +173,12 @@ def _port_summary(res: Result) -> dict:
     s["rcu_grace_ms_p95"] = (round(float(np.percentile(gp, 95)) * 1e3, 2) if gp.size
                              else math.nan)
     s["rcu_grace_ms_max"] = round(float(gp.max()) * 1e3, 2) if gp.size else math.nan
+    tasks = res.counters.get("sched", {}).get("tasks")
+    if tasks:
+        # do_softirq passes by where they ran, per CPU (Olsson's 31 Mar counters)
+        ksd = [next((t for t in cpu if t["kind"] == "ksoftirqd"), None) for cpu in tasks]
+        s["passes_irq_exit"] = [t["cpu_irq_exit_passes"] if t else 0 for t in ksd]
+        s["passes_ksoftirqd"] = [t["softirq_passes"] if t else 0 for t in ksd]
     dst = res.counters.get("dst")
     rcu = res.counters.get("rcu")
     if dst is not None:
@@ -156,5 +201,9 @@ def run(seed: int = 1, progress=None, **knobs) -> Result:
         Values for ``KNOBS`` (others take their defaults).
     """
     # (no pings here: the wire offset of Result.rtt is sized by the flood's packets)
-    return run_scenario(NAME, KNOBS, build, knobs, seed, Pktgen.IP_BYTES, progress=progress,
-                        summary=_port_summary)
+    saved = dict(INTERRUPTS)
+    try:
+        return run_scenario(NAME, KNOBS, build, knobs, seed, Pktgen.IP_BYTES,
+                            progress=progress, summary=_port_summary)
+    finally:
+        INTERRUPTS.update(saved)
