@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .hardware import CpuProfile
+from .hardware import BOARD_CACHE, BOARDS, CpuProfile
 
 __all__ = ["PATH", "MISSES", "COMPOSITION", "CostTable", "cost_table", "composed",
-           "wire_bytes"]
+           "wire_bytes", "STRUCT_OFFSETS", "WALK_FIELDS", "UP_PATH", "lines_read"]
 
 # Reference-core cycles per call.  Comments give the source or the assumption.
 PATH: dict[str, float] = {
@@ -144,6 +144,62 @@ MISSES: dict[str, float] = {
     "arp_rcv": 1.0,              # ASSUMED: the received ARP frame (DMA'd, not in cache)
 }
 
+# --- walks re-costed from the structures' layout (issue 24, item 2) ----------
+# Byte offsets of the fields a walk reads, i386, gcc 2.95, 2.4.24 (worked out
+# from the declarations, 4-byte pointers and longs; with gcc 2.95 a UP rwlock_t
+# or spinlock_t still takes 4 bytes, with gcc 3 none, which moves refcnt to 48
+# and primary_key to 92 -- the same lines on a 32-byte build):
+# * struct neighbour (include/net/neighbour.h): next 0, dev 12, nud_state 29
+#   (after used, confirmed, updated, flags), refcnt 52 (after probes, lock,
+#   ha[8], hh), primary_key 100 (after output, arp_queue, timer, ops).  The
+#   slab object is (sizeof + 4 + 15) & ~15 = 112 bytes, SLAB_HWCACHE_ALIGN
+#   (net/core/neighbour.c neigh_table_init, net/ipv4/arp.c arp_tbl.entry_size),
+#   so it starts on a line boundary.
+# * struct rtable (include/net/route.h, include/net/dst.h): u.dst.next /
+#   u.rt_next 0, __refcnt 4, lastuse 24, expires 28, rt_flags 100 (the
+#   dst_entry is 100 bytes without CONFIG_NET_CLS_ROUTE), key.dst 124,
+#   key.src 128, key.tos 144 (with CONFIG_IP_ROUTE_FWMARK).
+STRUCT_OFFSETS: dict[str, dict[str, int]] = {
+    "neighbour": {"next": 0, "dev": 12, "nud_state": 29, "refcnt": 52, "primary_key": 100},
+    "rtable": {"next": 0, "refcnt": 4, "lastuse": 24, "expires": 28, "rt_flags": 100,
+               "key.dst": 124, "key.src": 128, "key.tos": 144},
+}
+
+# The fields one step of each walk reads on the usual entry (the test that
+# decides it, then the link to the next):
+# * neigh_forced_gc (net/core/neighbour.c, 2.4.24): refcnt first -- a
+#   neighbour held by a route fails there -- then n->next;
+# * neigh_lookup: n->dev, then memcmp of primary_key (the router's table is
+#   almost all eth0's), then n->next;
+# * the route cache's chain walk (ip_route_input, net/ipv4/route.c): key.dst
+#   first -- a chain's other entries are for other destinations -- then
+#   u.rt_next;
+# * rt_garbage_collect's rt_may_expire / rt_fast_clean / rt_valuable: refcnt,
+#   lastuse, expires, rt_flags, then the next pointer.
+WALK_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "neigh_gc_entry": ("neighbour", ("refcnt", "next")),
+    "neigh_chain_step": ("neighbour", ("dev", "primary_key", "next")),
+    "chain_step": ("rtable", ("key.dst", "next")),
+    "gc_entry": ("rtable", ("refcnt", "lastuse", "expires", "rt_flags", "next")),
+}
+
+# Reference cycles of a walk step on a uniprocessor build, where
+# write_lock(&n->lock) / write_unlock compile away (include/linux/spinlock.h,
+# 2.4.24 UP): ASSUMED ~15 instructions -- load refcnt, compare, the NUD test
+# when it is 1, load next, loop.  (PATH's 40 charges the two locked operations
+# of an SMP build.)  The other walks take no per-entry lock and keep PATH.
+UP_PATH: dict[str, float] = {"neigh_gc_entry": 15.0}
+
+
+def lines_read(walk: str, line_bytes: int) -> int:
+    """Distinct cache lines one step of ``walk`` (a :data:`WALK_FIELDS` name)
+    reads on a build with ``line_bytes`` lines: 2 for every walk on the K6
+    (32-byte lines); on 64-byte lines 1 for the forced GC, 2 for the others."""
+    struct, fields = WALK_FIELDS[walk]
+    off = STRUCT_OFFSETS[struct]
+    return len({off[f] // line_bytes for f in fields})
+
+
 # Which kernel functions make up each fixed part of a packet's service, in the
 # order they run -- and are added up, in that order, by composed().  Every
 # hand-priced sum of the model is a row here: the array stages price packets
@@ -162,10 +218,21 @@ COMPOSITION: dict[str, tuple[str, ...]] = {
     # a route-cache hit (the chain walk is charged per entry stepped over)
     "route_hit": ("rt_hash", "ip_route_input"),
     # an ICMP message the router originates, from icmp_send (with its output
-    # route lookup and rate-limit check) to the driver
-    "icmp_send": ("icmp_send", "ip_output", "dev_queue_xmit", "hard_start_xmit"),
-    # an ARP request frame the router sends (arp_send -> dev_queue_xmit)
-    "arp_xmit": ("dev_queue_xmit", "hard_start_xmit"),
+    # route lookup and rate-limit check) to the driver, and its TX completion
+    # (the driver's TX clean: kfree_skb, dst_release), as a forwarded frame has
+    "icmp_send": ("icmp_send", "ip_output", "dev_queue_xmit", "hard_start_xmit",
+                  "tx_complete"),
+    # an ARP request frame the router sends (arp_send -> dev_queue_xmit), and
+    # its TX completion (the driver's TX clean frees it: kfree_skb)
+    "arp_xmit": ("dev_queue_xmit", "hard_start_xmit", "tx_complete"),
+    # arp_process's ip_route_input(skb, tip, sip, 0, dev) for an ARP request
+    # from a host (2.4.24 net/ipv4/arp.c): the cache misses (nothing is cached
+    # for an ARP target on the device it was asked on: e_inval), so the slow
+    # path runs each time -- fib_lookup, then fib_validate_source's reverse
+    # fib_lookup, each through the policy rules (ASSUMED: two rules examined
+    # before the one that matches, as on story 1's router)
+    "arp_route_input": ("rt_hash", "ip_route_input", "ip_route_input_slow", "fib_rule",
+                        "fib_rule", "fib_lookup", "fib_rule", "fib_rule", "fib_lookup"),
     # each frame (fragment) of a forwarded packet, after ip_output: the qdisc,
     # the driver and the TX completion (plus a TX-done IRQ on non-NAPI drivers)
     "xmit_per_frag": ("dev_queue_xmit", "hard_start_xmit", "tx_complete"),
@@ -242,14 +309,27 @@ class CostTable:
 def cost_table(cpu: CpuProfile, overrides: dict | None = None) -> CostTable:
     """Resolve :data:`PATH` and :data:`MISSES` to seconds on ``cpu``.
 
+    On the boards of :data:`routelab.hardware.BOARDS` (story 1's K6 and
+    Duron) the walks of :data:`WALK_FIELDS` are priced from the layout
+    instead: their cycles (:data:`UP_PATH` on a UP build) plus one line
+    latency per line read (:func:`lines_read`), and ``irq_rx`` adds the
+    board's interrupt I/O.
+
     Parameters
     ----------
     cpu : CpuProfile
     overrides : dict, optional
         ``{function: reference_cycles}`` replacing entries of :data:`PATH`
-        (used by tests and by calibration studies).
+        (used by tests and by calibration studies).  It may also hold
+        ``"board_cache"``: ``"dram"`` (default) or ``"l2"``, whether the
+        board's L2 caches the walked slab memory (story 1's set-up).
     """
     path = dict(PATH)
+    overrides = dict(overrides) if overrides else {}
+    board_cache = overrides.pop("board_cache", "dram")
+    if board_cache not in BOARD_CACHE:
+        from .errors import KnobError
+        raise KnobError("board_cache", board_cache, "one of " + ", ".join(BOARD_CACHE))
     if overrides:
         unknown = set(overrides) - set(path)
         if unknown:
@@ -260,4 +340,15 @@ def cost_table(cpu: CpuProfile, overrides: dict | None = None) -> CostTable:
     fn = {name: cyc / cpu.ipc / cpu.hz + MISSES.get(name, 0.0) * miss_s
           for name, cyc in path.items()}
     fn["chain_step"] = 8.0 / cpu.ipc / cpu.hz + MISSES["chain_step"] * miss_s  # ASSUMED 8 cycles compare
+    board = BOARDS.get(cpu.name)
+    if board is not None:
+        # story 1's boards: the walks from the layout, the build, the board's memory
+        line_s = (board.l2_line_ns if board_cache == "l2" else board.walk_line_ns) * 1e-9
+        cyc = dict(path, chain_step=8.0)
+        for walk in WALK_FIELDS:
+            c = UP_PATH.get(walk, cyc[walk]) if board.up_build else cyc[walk]
+            if walk in (overrides or {}):
+                c = cyc[walk]
+            fn[walk] = c / cpu.ipc / cpu.hz + lines_read(walk, board.line_bytes) * line_s
+        fn["irq_rx"] += board.irq_io_s
     return CostTable(cpu, fn, miss_s, 1.0 / cpu.copy_bw, 1.0 / cpu.csum_bw)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from .errors import KnobError
 
 __all__ = ["CpuProfile", "NicProfile", "CPUS", "NICS", "cpu_profile", "nic_profile",
-           "NETIF_F", "netdev_features", "features_mask"]
+           "NETIF_F", "netdev_features", "features_mask", "Board", "BOARDS", "BOARD_CACHE"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,3 +351,76 @@ def nic_profile(name: str) -> NicProfile:
         return NICS[name]
     except (KeyError, TypeError):
         raise KnobError("nic", name, "one of " + ", ".join(sorted(NICS))) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """What story 1's boards add to a :class:`CpuProfile` for the neighbour and
+    route-cache walks and for the interrupt (issue 24, item 2).
+
+    Only the boards listed in :data:`BOARDS` are re-costed this way; the other
+    CPU profiles keep the one-line-per-entry charges of :mod:`routelab.costs`
+    (not yet re-costed from a layout: their builds, line sizes and buses are
+    not described).
+
+    Attributes
+    ----------
+    line_bytes : int
+        The kernel build's cache line (``L1_CACHE_BYTES``): the slab aligns
+        ``struct neighbour`` to it (SLAB_HWCACHE_ALIGN) and a walk pays one
+        memory access per distinct line it reads (:func:`routelab.costs.lines_read`).
+    up_build : bool
+        A uniprocessor kernel: ``rwlock_t`` and the per-entry ``write_lock``
+        of the walks compile to nothing (include/linux/spinlock.h, 2.4.24).
+    walk_line_ns : float
+        Latency of one line of a walk, ns, when the walked slab memory is not
+        cached by the board's L2 (the model's default: the CPU's DRAM
+        latency).  ``l2_line_ns`` is the latency when it is.
+    l2_line_ns : float
+        One line from the board's L2 (the ``board_cache="l2"`` set-up).
+    irq_io_s : float
+        Port and register I/O of one receive interrupt: the slave 8259A's
+        mask-and-ack and re-enable (arch/i386/kernel/i8259.c
+        mask_and_ack_8259A, enable_8259A_irq: one inb and four outb) and the
+        e100's uncached SCB reads (drivers/net/e100/e100_main.c e100intr,
+        e100_disable_clear_intr, e100_rx_srv, e100_set_intr_mask: five
+        readw), 2.4.24.  Charged with ``irq_rx`` (the board has no IO-APIC).
+    source : str
+    """
+
+    line_bytes: int
+    up_build: bool
+    walk_line_ns: float
+    l2_line_ns: float
+    irq_io_s: float
+    source: str
+
+
+#: ASSUMED costs of the interrupt's I/O on a Socket-7 / Socket-A board: a
+#: legacy (ISA-speed) port access ~0.7 us (range 0.5-1), an uncached PCI
+#: MMIO read ~0.5 us (range 0.3-1: 10-30 cycles of a 33 MHz bus plus the
+#: chipset); posted MMIO writes are not charged.  5 port accesses + 5 reads.
+_IRQ_IO_S = 5 * 0.7e-6 + 5 * 0.5e-6
+
+BOARDS: dict[str, Board] = {
+    # K6: 32-byte L1 lines (AMD K6 data sheet; a CONFIG_MK6 build has
+    # L1_CACHE_SHIFT 5).  L2: 512 KB pipeline-burst SRAM on the board at 66 MHz,
+    # ASSUMED 75 ns per line on a hit (range 60-90).  Whether it caches the slab
+    # depends on the chipset: Intel 430FX/VX/TX cache only the first 64 MB
+    # (VIA VP3/MVP3 with 512 KB: 128 MB), and memory is handed out from the top
+    # (Shuttle's table, archive.shuttle.eu/2004/de/mem64mb.htm): at 128 MB on
+    # a 430TX board the slab is uncached.  Default: uncached (the DRAM latency
+    # the model always charged), the band takes both.  UP build: ASSUMED (a
+    # one-CPU router kernel, a Debian-style k6 flavour).
+    "k6-200": Board(32, True, 180.0, 75.0, _IRQ_IO_S,
+                    "Socket-7 board, K6 build (L1_CACHE_BYTES 32), UP kernel; 8259A PIC"),
+    # Duron (K7 core): 64-byte lines (CONFIG_MK7: L1_CACHE_SHIFT 6); 64 KB
+    # on-die L2 + 128 KB L1, exclusive: a table of a few thousand neighbours
+    # (1-2 lines x 64 B each) does not stay cached, so lines come from DRAM
+    # (its profile's 130 ns).  UP build, 8259A (a one-CPU Socket-A board
+    # without IO-APIC): ASSUMED, as for the K6.
+    "duron-900": Board(64, True, 130.0, 130.0, _IRQ_IO_S,
+                       "Socket-A board, K7 build (L1_CACHE_BYTES 64), UP kernel; 8259A PIC"),
+}
+
+BOARD_CACHE = ("dram", "l2")

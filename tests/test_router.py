@@ -324,7 +324,10 @@ def test_ksoftirqd_alone_still_passes_schedule_every_time_slice():
     s, c = res.summary(), res.counters
     ks = c["sched"]["ksoftirqd_s"][0]
     assert ks > 2.0, ks                                  # saturated
-    assert c["softnet"]["ctxsw"][0] >= 0.5 * ks / 0.010, (c["softnet"], ks)
+    # one schedule() per do_softirq that outlived the slice; a do_softirq lasts
+    # at most net_rx_action's 2 jiffies (jiffies - start > 1) plus the packet
+    # that crossed the limit (here at most a ~0.5 ms forced-GC walk)
+    assert c["softnet"]["ctxsw"][0] >= 0.9 * ks / 0.0205, (c["softnet"], ks)
     assert c["rcu"]["grace_periods"] >= 50 and c["rcu"]["invoked"] > 1000, c["rcu"]
     assert s["drop_dst_overflow"] == 0 and s["rcu_pending_max"] < 2000, s
 

@@ -77,13 +77,15 @@ from ..sim.ledger import Ledger
 from .icmp import ICMP_DEST_UNREACH
 
 __all__ = ["ArpDev", "Arp", "ArpSink", "RunSink", "arp_hash", "inet_addr_type",
-           "every_host_answers", "ARP_COUNTERS", "ARP_REPLY_S", "ARP_FRAME_BYTES"]
+           "every_host_answers", "ARP_COUNTERS", "ARP_REPLY_S", "ARP_FRAME_BYTES",
+           "ARPOP_REQUEST"]
 
 # An ARP request for a host that exists is answered this long after it left.
 # ASSUMED: a PC's ARP reply on a 100 Mbit/s LAN (frame times ~7 us each way,
 # the host's interrupt and arp_rcv): 0.2 ms.
 ARP_REPLY_S = 0.2e-3
 ARP_FRAME_BYTES = 28 + 18     # ARP payload + Ethernet header and FCS (padded to 64)
+ARPOP_REQUEST = 1             # include/linux/if_arp.h: ar_op of a request (a trace's ARP tag)
 
 #: ARP's functions that charge their own cost, each to a ledger slot of its name.
 ARP_CHARGED = ("arp_constructor", "arp_solicit", "arp_rcv", "arp_bind_neighbour")
@@ -464,6 +466,8 @@ class RunSink:
         self._c_icmp = _costs.composed(cost, "icmp_send")
         self._c_arp_xmit = _costs.composed(cost, "arp_xmit")
         self._c_rcv = cost["arp_rcv"]
+        self._c_arp_route = _costs.composed(cost, "arp_route_input")
+        self._slot_arp_route = ledger.slot("ip_route_input (ARP requests, uncached)")
         self.arp = Arp(clock, self, cost, ledger=ledger, **arp)
 
     def window(self, pk: Any, wno: int) -> None:
@@ -587,11 +591,36 @@ class RunSink:
         """ARP frame ``j`` reaches arp_rcv at the end of its service on device
         ``d``: the neighbour is updated (its queue flushed); that work, beyond
         the ``arp_rcv`` its service already paid, is charged on ``d``'s CPU
-        after it."""
+        after it.
+
+        A frame with ``tag == ARPOP_REQUEST`` is a host's request for ``daddr``
+        (2.4.24 net/ipv4/arp.c arp_process): a request for one of the
+        router's addresses refreshes the sender's entry and is answered (an
+        ARP reply frame out of ``d``); any other first pays
+        ``ip_route_input(skb, tip, sip, 0, dev)`` -- the slow path every time
+        (COMPOSITION ``arp_route_input``: a target on the device it was asked
+        on gets ``e_inval`` and no cache entry) -- and then updates the
+        sender's entry only if it exists (``__neigh_lookup(..., 0)``).
+        Simplified: the route cache's chain walk of the miss is not charged
+        (RunSink does not see the cache), and every target is taken to be on
+        the asking device (the hosts ask only in their own subnet), so no
+        proxy-ARP route is ever created.
+        """
         pk = self.pk
         self.ledger.drop(j, OUTCOMES["arp"])
         sip = pk.value(j, "saddr")
-        s = self.arp.arp_rcv(d, sip, ("lladdr", sip), now) - self._c_rcv
+        if pk.value(j, "tag") == ARPOP_REQUEST:
+            tip = pk.value(j, "key") >> 32     # the flow key: daddr << 32 | saddr
+            local = tip in self.arp.local_addrs
+            s = self.arp.arp_rcv(d, sip, ("lladdr", sip), now, op="request",
+                                 tip_local=local) - self._c_rcv
+            if local:
+                s += self.arp_send(d, sip, False, now)
+            else:
+                s += self._c_arp_route
+                self.ledger.charge(self._slot_arp_route, self._c_arp_route)
+        else:
+            s = self.arp.arp_rcv(d, sip, ("lladdr", sip), now) - self._c_rcv
         if s > 0:
             self.cpus[self.devices[d].cpu].charge(now, s)
 

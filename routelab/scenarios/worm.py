@@ -37,11 +37,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.skbuff import PacketTrace, ip_to_int
+from ..hardware import BOARD_CACHE
 from ..hosts import HostGroup
 from ..hosts.echo import EchoHost, Pinger
 from ..hosts.lan import ProbeResponder
 from ..ipv4.arp import ARP_REPLY_S
 from ..ipv4.fib import Fib, Route, Rule
+from ..kernels import kernel_profile
 from ..residence import PLAN_KNOBS, AddressPlan
 from ..result import Result
 from ..router import Device, Router
@@ -77,6 +79,12 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
     Knob("blaster_round_s", 1.8, float, 0.1, 10.0, "s",
          "Pause between Blaster's rounds of 20 connects (1.8 s in the original; 4 s in a "
          "modified copy): ~11 new addresses/s per host.", step=0.1),
+    Knob("host_arp_tries", 1, int, 0, 3, "requests",
+         "ARP requests an infected PC broadcasts for each new target in its own subnet "
+         "(a probe the router does not route: the PC resolves it itself); the router "
+         "receives each (arp_process: an uncached ip_route_input slow path).  0 leaves "
+         "them out; 1 (default) is one per target; retries for a target that never "
+         "answers 1 s apart (Windows' own count ASSUMED, not sourced).", step=1),
     Knob("outside_welchia", 0, int, 0, 50, "hosts",
          "Infected hosts outside sweeping the residence's block (the report: many hosts of "
          "the surrounding network were infected).", step=1),
@@ -94,7 +102,14 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
          "Speed of the outside link (eth1).  Below the offered load, packets queue "
          "for transmission and each holds its dst.", step=0.5),
     *cache_knobs("gc_thresh", "max_size", "gc_min_interval", "gc_elasticity", "gc_timeout",
-                 "txqueuelen", "neigh_gc_thresh3", "neigh_unres_qlen"),
+                 "txqueuelen", "neigh_gc_thresh1", "neigh_gc_thresh2", "neigh_gc_thresh3",
+                 "neigh_unres_qlen"),
+    Knob("board_cache", "dram", str, choices=BOARD_CACHE,
+         help="Whether the K6 board's 512 KB L2 caches the slab memory the neighbour and "
+              "route-cache walks read ('l2', ~75 ns a line, ASSUMED) or not ('dram', 180 ns): "
+              "Intel 430FX/VX/TX boards cache only the first 64 MB and memory is handed out "
+              "from the top, so at 128 MB on such a board the slab is uncached; VIA VP3/MVP3 "
+              "with 512 KB cache 128 MB (Shuttle's table; routelab.hardware.BOARDS)."),
     *[PLAN_KNOBS[k] for k in _PLAN],
     Knob("far_end_ms", 0.9, float, 0.0, 1000.0, "ms",
          "Turnaround of the pinged outside host and the wires beyond (ASSUMED; fitted to "
@@ -151,7 +166,8 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
              1: HostGroup(EchoHost(far), ProbeResponder(plan, seed))}
     static = [(1, OUTSIDE_GW), (1, OUTSIDE_GW2), (0, INSIDE_GW)] + [(0, int(a)) for a in active]
     router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
-                    seed=seed, hosts=hosts, arp_exists=arp_exists, arp_static=static)
+                    seed=seed, hosts=hosts, arp_exists=arp_exists, arp_static=static,
+                    cost_overrides={"board_cache": values["board_cache"]})
 
     outside = rng.integers(0x01000000, 0xDF000000, 20_000, dtype=np.int64)
     outside = np.where((outside >> 24) == 127, outside ^ 0x80000000, outside).astype(np.uint32)
@@ -161,20 +177,16 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     parts = [background(rng, pps=pps, duration=duration, inside=active, outside=outside,
                         mix="large", flows=values["flows"])]
     kind = values["worm_kind"]
+    # (a kernel without the 2.2+ neighbour layer -- 2.0 -- has no model of an
+    # ARP frame's receive: the hosts' requests are left out there)
+    with_arp = kernel_profile(values["kernel"]).neighbours
     for i, h in enumerate(infected):
-        if kind == "welchia" or (kind == "mixed" and i % 2 == 0):
-            sweep = values["welchia_sweep"]
-            first = None
-            if sweep == "local":
-                first = int(h) & 0xFFFF0000
-            elif sweep == "remote":
-                first = _remote_net16(rng, plan)
-            parts.append(welchia(rng, host=int(h), duration=duration, pps=values["welchia_pps"],
-                                 dev=0, plan=plan, first_net=first,
-                                 local_fraction={"local": 1.0, "remote": 0.0}.get(sweep, 0.5)))
-        else:
-            parts.append(blaster(rng, host=int(h), duration=duration, dev=0, plan=plan,
-                                 round_s=values["blaster_round_s"]))
+        if values["host_arp_tries"] and with_arp:
+            # the same draws as the call below, with the probes it keeps to itself
+            twin = np.random.Generator(type(rng.bit_generator)())
+            twin.bit_generator.state = rng.bit_generator.state
+            parts.append(_host_arp(twin, int(h), i, kind, values, plan, duration))
+        parts.append(_worm_probes(rng, int(h), i, kind, values, plan, duration))
     if values["outside_welchia"]:
         parts.append(outside_scanners(rng, plan=plan, duration=duration,
                                       outside_welchia=values["outside_welchia"],
@@ -186,6 +198,55 @@ def build(values: dict, seed: int) -> tuple[Router, PacketTrace]:
     addrs = addrs[plan.inside(addrs)]
     known.update(zip(addrs.tolist(), plan.exists(addrs).tolist(), strict=True))
     return router, trace
+
+
+def _worm_probes(rng: np.random.Generator, h: int, i: int, kind: str, values: dict,
+                 plan: AddressPlan, duration: float, only_routed: bool = True) -> PacketTrace:
+    """One infected host's probes (Welchia or Blaster by ``kind`` and ``i``)."""
+    if kind == "welchia" or (kind == "mixed" and i % 2 == 0):
+        sweep = values["welchia_sweep"]
+        first = None
+        if sweep == "local":
+            first = h & 0xFFFF0000
+        elif sweep == "remote":
+            first = _remote_net16(rng, plan)
+        return welchia(rng, host=h, duration=duration, pps=values["welchia_pps"], dev=0,
+                       plan=plan, first_net=first, only_routed=only_routed,
+                       local_fraction={"local": 1.0, "remote": 0.0}.get(sweep, 0.5))
+    return blaster(rng, host=h, duration=duration, dev=0, plan=plan,
+                   round_s=values["blaster_round_s"], only_routed=only_routed)
+
+
+def _host_arp(rng: np.random.Generator, h: int, i: int, kind: str, values: dict,
+              plan: AddressPlan, duration: float) -> PacketTrace:
+    """The ARP requests host ``h`` broadcasts on the router's segment.
+
+    Its probes to its own subnet do not cross the router (``plan.reaches_router``)
+    but each new target is resolved first: one broadcast request, which the
+    router receives too (2.4.24 arp_rcv -> arp_process).  A host keeps what it
+    resolved for longer than a run, so one request per target; a target that
+    does not exist is asked again ``host_arp_tries - 1`` times, 1 s apart
+    (ASSUMED).  Frames of kind ``arp`` with ``tag = ARPOP_REQUEST``, from
+    ``h`` for the target (``daddr``)."""
+    from ..core.skbuff import KIND
+    from ..ipv4.arp import ARPOP_REQUEST
+
+    tr = _worm_probes(rng, h, i, kind, values, plan, duration, only_routed=False)
+    own = ~plan.reaches_router(np.uint32(h), tr.daddr)
+    t, d = tr.t[own], tr.daddr[own]
+    order = np.argsort(t, kind="stable")
+    t, d = t[order], d[order]
+    _, first = np.unique(d, return_index=True)
+    t, d = t[first], d[first]
+    ts, ds = [t], [d]
+    dead = ~plan.exists(d)
+    for k in range(1, values["host_arp_tries"]):
+        ts.append(t[dead] + k * 1.0)
+        ds.append(d[dead])
+    t, d = np.concatenate(ts), np.concatenate(ds)
+    keep = t < duration
+    return PacketTrace.build(t[keep], iif=0, saddr=h, daddr=d[keep], proto=0, length=28,
+                             ttl=64, kind=KIND["arp"], tag=ARPOP_REQUEST)
 
 
 def _remote_net16(rng: np.random.Generator, plan: AddressPlan) -> int:
