@@ -393,17 +393,26 @@ _Q01 = (
 
 # -- notebook 02: RCU grace periods under a softirq flood ----------------------------------
 
-FULL_LOAD = ("both about as long as at 90 %", "vanilla much longer, bh about the same",
+FULL_LOAD = ("both about as long as at 90 %", "vanilla much longer, call_rcu_bh no longer",
              "both much longer")
 OVERFLOWS = ("disappear or nearly so", "drop by about half", "stay about the same")
 DELAYS = ("much shorter", "about the same", "longer")
 SLEEPER_DELAY = ("shorter", "about the same (within a factor of 2)", "more than twice as long")
 
 
+def _wait(tl):
+    """Entry A's wait from call_rcu to its free [ms], or None (not freed in the timeline)."""
+    return getattr(tl, "wait", tl.gp_length)
+
+
 def _full_load(base, vanilla, bh) -> dict:
-    van_long = vanilla.gp_length is None or vanilla.gp_length > 3 * base.gp_length
-    bh_short = bh.gp_length is not None and bh.gp_length <= 2 * base.gp_length
-    return {"expected": FULL_LOAD[1] if van_long and bh_short else FULL_LOAD[2]}
+    w0, wv, wb = _wait(base), _wait(vanilla), _wait(bh)
+    van_long = wv is None or wv > 3 * w0
+    bh_short = wb is not None and wb <= 1.5 * w0
+    v = FULL_LOAD[1] if van_long and bh_short else FULL_LOAD[0] if not van_long and bh_short \
+        else FULL_LOAD[2]
+    return {"expected": v, "base_ms": w0, "bh_ms": wb if wb is not None else float("nan"),
+            "van": "is not freed within the timeline" if wv is None else f"waits {wv:g} ms"}
 
 
 def _top_share(run) -> dict:
@@ -469,11 +478,12 @@ _Q02 = (
         "one of the three answers, as its letter or its text",
         _full_load, choices=FULL_LOAD,
         hint="Which quiescent states can a CPU that never leaves softirq work still pass?",
-        explanation="under vanilla rules a CPU that only does softirq work never passes a "
-                    "quiescent state: no pass through schedule(), no tick in user mode or in "
-                    "the idle task. The grace "
-                    "period simply does not end. With call_rcu_bh every finished softirq "
-                    "handler is one, and a flooded CPU finishes thousands a second.",
+        explanation="at 90 % entry A waits {base_ms:g} ms. At 100 % under vanilla rules A "
+                    "{van}: a CPU that only does softirq work never passes a quiescent state "
+                    "(no pass through schedule(), no tick in user mode or in the idle task), "
+                    "so the grace period A's batch waits for never ends. With call_rcu_bh the "
+                    "end of every softirq handler is one, and a flooded CPU finishes thousands "
+                    "a second: A waits {bh_ms:g} ms.",
         solution='full_load = "b"   # vanilla waits for a context switch; bh for any handler end'),
     Question(
         "02-rcu-softirq-latency", "top-share", "top_loop_pct",
@@ -492,10 +502,10 @@ _Q02 = (
              "is the loop when its slice has run out, and when does it leave that array?",
         explanation="with no other tasks the loop's worst delay is {d0_ms:,.0f} ms, with {n} "
                     "sleepers on each CPU {dn_ms:,.0f} ms ({ratio:.1f} times as long). Each "
-                    "sleeper needs only 1 ms of its own CPU time, but under the flood it gets "
-                    "the CPU in slivers, so it stays runnable – and interactive – for a long "
-                    "time and keeps the active array from emptying. The loop, its slice eaten "
-                    "by softirq work, waits in the expired array until EXPIRED_STARVING "
+                    "sleeper needs only 1 ms of CPU every 100 ms, but it is interactive: woken "
+                    "again and again, and under the flood getting its millisecond only in "
+                    "slivers, it keeps the active array from emptying. The loop, its slice "
+                    "eaten by softirq work, waits in the expired array until EXPIRED_STARVING "
                     "(1.02 s for each runnable task) forces the swap.",
         solution='sleepers_delay = "c"   # sleepers keep the loop in the expired array'),
     Question(
