@@ -78,16 +78,13 @@ def within(x: float, lo: float, hi: float, what: str) -> tuple[bool, str]:
 # Each check takes the notebook's Outputs and returns (ok, what the outputs say).
 
 def _k6_vs_xeon_cycles(o):
+    # question 1's answer, (c): the P4 spends more cycles than the K6
     ratio = o.num("dba41d27", r"for ([\d.]+) times the cycles")
-    return within(1 / ratio, 2.0, 99, "P4 cycles / K6 cycles")
+    return within(1 / ratio, 1.3, 99, "P4 cycles / K6 cycles")
 
 
 def _k6_vs_xeon_time(o):
-    return within(o.num("dba41d27", r"needs ([\d.]+) times as long"), 4.8, 6.2, "K6/P4 time")
-
-
-def _k6_cpu_us(o):
-    return within(o.num("b6098440", r"CPU ([\d.]+) µs"), 32.5, 33.5, "K6 CPU per packet [µs]")
+    return within(o.num("dba41d27", r"needs ([\d.]+) times as long"), 3.0, 9.0, "K6/P4 time")
 
 
 def _k20_like_a_hit(o):
@@ -107,7 +104,7 @@ def _nothing_lost(o):
 
 def _median_041(o):
     p50 = o.num("548c3616", r"median ([\d.]+) ms")
-    return round(p50, 2) == 0.41, f"median RTT {p50} ms"
+    return 0.35 <= p50 <= 0.45, f"median RTT {p50} ms"
 
 
 def _echo_cpu_same(o):
@@ -197,19 +194,10 @@ def _several_times_less(o):
     return 3.0 <= f <= 9.0, f"section 6's factor {f}"
 
 
-def _k6_cycles(o):
-    return within(o.num("b6098440", r"\(([\d,]+) cycles\)"), 6653, 6653, "K6 cycles")
-
-
 def _clock_twelve(o):
     from routelab.hardware import cpu_profile
     r = cpu_profile("p4-xeon-2400x2").hz / cpu_profile("k6-200").hz
     return r == 12, f"clock ratio {r:g}"
-
-
-def _p4_more_cycles(o):
-    ratio = o.num("dba41d27", r"for ([\d.]+) times the cycles")
-    return within(1 / ratio, 1.3, 99, "P4 cycles / K6 cycles (answer c of question 1)")
 
 
 def _slices(o):
@@ -297,16 +285,13 @@ def _write_23_fragments(o):
 
 
 CLAIMS: list[tuple[str, str, str, Callable]] = [
-    (N00, "eda079f3", "more than twice as many *cycles*", _k6_vs_xeon_cycles),
-    (N00, "question-p4", "The K6 needs 6,653 cycles", _k6_cycles),
+    (N00, "question-p4", "(c) more\ncycles than the K6", _k6_vs_xeon_cycles),
     (N00, "5a8643d4", "twelve times as fast as the K6's 200 MHz", _clock_twelve),
-    (N00, "question-p4", "(c) more\ncycles than the K6", _p4_more_cycles),
-    (N00, "eda079f3", "five to six\n  times faster", _k6_vs_xeon_time),
-    (N00, "eda079f3", "(about 33 µs)", _k6_cpu_us),
+
     (N00, "e265643b", "about as cheap as a cache hit", _k20_like_a_hit),
     (N00, "0594d5c5", "Nothing is lost at this load", _nothing_lost),
-    (N00, "question-1", "median ping RTT is 0.41 ms", _median_041),
-    (N00, "5d34dfb0", "five to six times faster (section 1)", _k6_vs_xeon_time),
+    (N00, "question-1", "median ping RTT is about 0.4 ms", _median_041),
+    (N00, "5d34dfb0", "several times faster (section 1)", _k6_vs_xeon_time),
     (N00, "acf85955", "Its CPU part is the same\nas for the 1500-byte packet", _echo_cpu_same),
     (N00, "eab18eb0", "a miss adds more than half again", _miss_half_again),
     (N00, "eab18eb0", "ping latency hardly changes with load", _latency_flat),
