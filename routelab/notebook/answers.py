@@ -122,7 +122,7 @@ _Q00 = (
                     "({ratio:.1f} times as many): its long pipeline does little work per "
                     "cycle on branchy kernel code, and every miss to memory costs it hundreds "
                     "of cycles. Each cycle is twelve times shorter, so the packet still takes "
-                    "{p4_us:.1f} µs instead of {k6_us:.1f} µs, {speedup:.1f} times faster.",
+                    "{p4_us:.1f} µs instead of {k6_us:.1f} µs ({speedup:.1f} to 1).",
         solution='p4_cycles = "c"   # cycles are not time: memory stalls cost the P4 many cycles'),
     Question(
         "00-packet-journey", "busier-router", "rtt_prediction_ms",
@@ -506,7 +506,7 @@ _Q02 = (
         hint="A sleeper that wakes up gets a sleep bonus and lands in the active array. Where "
              "is the loop when its slice has run out, and when does it leave that array?",
         explanation="with no other tasks the loop's worst delay is {d0_ms:,.0f} ms, with {n} "
-                    "sleepers on each CPU {dn_ms:,.0f} ms ({ratio:.1f} times as long). Each "
+                    "sleepers on every CPU {dn_ms:,.0f} ms ({ratio:.1f} times as long). Each "
                     "sleeper needs only 1 ms of CPU every 100 ms, but it is interactive: woken "
                     "again and again, and under the flood getting its millisecond only in "
                     "slivers, it keeps the active array from emptying. The loop, its slice "
@@ -519,8 +519,9 @@ _Q02 = (
         _overflows_bh, choices=OVERFLOWS,
         hint="What stops a grace period from ending under the flood, and does the patch "
              "remove it?",
-        explanation="the model gives {vanilla:,} overflows on vanilla 2.6.0 and {bh:,} with "
-                    "call_rcu_bh.",
+        explanation="{vanilla:,} overflows on vanilla 2.6.0, {bh:,} with call_rcu_bh: the "
+                    "patch makes the end of every softirq handler a quiescent state, so grace "
+                    "periods end inside the flood and the freed entries go in milliseconds.",
         solution='overflows_bh = "a"   # grace periods end within the flood'),
     Question(
         "02-rcu-softirq-latency", "user-delay-bh", "user_delay_bh",
