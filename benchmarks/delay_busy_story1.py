@@ -11,7 +11,8 @@ default table (gc_thresh3 1024) over the old load sweep, each run's
 :func:`routelab.scenarios.story1_study.delay_vs_busy` (every ping with the busy
 fraction of the second before it, and RTT percentiles per 10 % busy band),
 its steady-state figures and :func:`~routelab.scenarios.story1_study.unit_sizes`.
-Seed 1, 60 s each, measured from 30 s; ~10 runs of about a second.
+Seed 1; at the sourced load 120 s measured from 60 s, at the stand-in loads
+60 s from 30 s (``bands_story1``); ~10 runs of a few seconds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bands_story1 import DURATION, FROZEN, T0
+from bands_story1 import DURATION, DURATION_SOURCED, FROZEN, T0, T0_SOURCED
 
 from routelab.scenarios import story1_study as st
 from routelab.scenarios import worm
@@ -33,13 +34,14 @@ RUNS = [("frozen", dict(FROZEN, outside_welchia=n)) for n in (0, 1, 2, 3)] + [
 def main() -> dict:
     out = []
     for name, kw in RUNS:
-        res = worm.run(seed=1, duration=DURATION, **kw)
-        d = st.delay_vs_busy(res, window_s=1.0, t0=T0 - 1.0)
-        out.append({"setup": name, "outside_welchia": kw["outside_welchia"],
-                    "steady": st.steady(res, T0), "units": st.unit_sizes(res),
+        dur, t0 = (DURATION_SOURCED, T0_SOURCED) if kw["outside_welchia"] == 0 else (DURATION, T0)
+        res = worm.run(seed=1, duration=dur, **kw)
+        d = st.delay_vs_busy(res, window_s=1.0, t0=t0 - 1.0)
+        out.append({"setup": name, "outside_welchia": kw["outside_welchia"], "duration_s": dur,
+                    "t0_s": t0, "steady": st.steady(res, t0), "units": st.unit_sizes(res),
                     "longest_busy": st.work_units(res, 3), **d})
         print(name, kw["outside_welchia"], out[-1]["steady"], flush=True)
-    return {"seed": 1, "duration_s": DURATION, "t0_s": T0, "runs": out}
+    return {"seed": 1, "runs": out}
 
 
 if __name__ == "__main__":
