@@ -289,6 +289,13 @@ class Cpu:
         run in user mode (:meth:`user_runs`); the RCU side of those ticks is
         :class:`TimerTick`'s.
         """
+        if self.rcu is not None and b > 0.0:
+            # the do_softirq that ran out of work at b ended with a handler run and a
+            # pass of its loop (the patches' quiescent states; vanilla ignores them)
+            if self.qs_handler:
+                self.rcu.quiescent(self.num, b, "softirq_handler")
+            if self.qs_loop:
+                self.rcu.quiescent(self.num, b, "softirq_loop")
         if self.rq is None:
             # no tasks: ksoftirqd sleeps, the CPU idles
             self.ksoftirqd_stops(b)
