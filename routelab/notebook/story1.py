@@ -12,8 +12,10 @@ figures next to them come from :func:`routelab.scenarios.worm.run`.
 from __future__ import annotations
 
 import html
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -63,6 +65,9 @@ __all__ = [
     "probe_rate",
     "STAND_IN",
     "calibration_gap",
+    "load_bands",
+    "thresh3_table",
+    "knob_bands_table",
 ]
 
 #: What Walter reported (stories.md s1, the figures marked "calibrate").
@@ -856,3 +861,58 @@ def arp_walk_figure(w: ArpWalk):
            f"the route-cache entry expired. Bottom: the queue length steps up to "
            f"{int(n.max())} and falls to 0 at {failed:.1f} s.")
     return fig, alt
+
+
+# -- the calibration's bands (docs/calibration-story1.md, benchmarks/bands_story1.py) ------
+
+BANDS_JSON = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "bands_story1.json"
+
+
+def load_bands(path: Path | str | None = None) -> dict:
+    """The stored results of ``benchmarks/bands_story1.py`` (run over minutes, not here).
+
+    Keys: ``frozen`` (the calibration's set-up), ``sourced`` and ``stand_in``
+    (steady-state figures per set-up member), ``bands`` (each prediction's
+    runs over seeds and set-up ranges, with a verdict per run and
+    ``answer_at_stand_in``).
+    """
+    with open(path or BANDS_JSON, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def thresh3_table(bands: dict) -> str:
+    """Sourced load and stand-in per neighbour-table limit (``gc_thresh3``), from the bands."""
+    src, std = bands["sourced"], bands["stand_in"]
+    names = [k for k in src if k.startswith("neigh_gc_thresh3=")]
+    names.sort(key=lambda k: int(k.split("=")[1]))
+    head = (f"{'gc_thresh3':>10} {'fills in':>9} {'CPU':>5} {'ping p50':>9} | "
+            f"{'scanners to saturate':>20} {'ping p50':>9} {'loss':>5}")
+    out = [head, "-" * len(head)]
+    frozen_t3 = bands["frozen"].get("neigh_gc_thresh3")
+    rows = [(int(k.split("=")[1]), k) for k in names] + [(frozen_t3, "frozen")]
+    for t3, k in sorted(rows):
+        a, b = src[k], std.get(k, {})
+        label = f"{t3:,}" + (" *" if k == "frozen" else "")
+        out.append(f"{label:>10} {a.get('fill_s', float('nan')):>8.0f}s {a['busy_pct']:>4.0f}% "
+                   f"{a['ping_p50_ms']:>9.1f} | {b.get('outside_welchia', 0):>20} "
+                   f"{b.get('ping_p50_ms', float('nan')):>9.0f} {b.get('ping_loss_pct', 0):>4.0f}%")
+    out.append(f"(3 worm hosts at their sourced rates, steady state after "
+               f"{bands.get('t0_sourced_s', 60):g} s; stand-in: the fewest outside scanners "
+               f"that saturate the K6; ping in ms; * the calibration's frozen set-up, "
+               f"gc_thresh3 {frozen_t3:,})")
+    return "\n".join(out)
+
+
+def knob_bands_table(bands: dict) -> str:
+    """Each prediction's verdicts over the bands' runs, and the answer they add up to."""
+    from collections import Counter
+
+    head = f"{'setting':<44} {'answer':<11} runs"
+    out = [head, "-" * (len(head) + 24)]
+    for name, b in bands["bands"].items():
+        c = Counter(r["verdict"] for r in b["runs"])
+        runs = ", ".join(f"{v} {n}" for v, n in c.most_common())
+        out.append(f"{name:<44} {b['answer_at_stand_in']:<11} {runs}")
+    out.append("(verdicts against the same set-up without the change, each at its own "
+               "stand-in load; seeds 1-5 at the frozen set-up and each set-up range's ends)")
+    return "\n".join(out)

@@ -83,6 +83,11 @@ def _k6_vs_xeon_cycles(o):
     return within(1 / ratio, 1.3, 99, "P4 cycles / K6 cycles")
 
 
+def _gap_frozen(o):
+    f = o.num("thresh3-prose", r"to about \*\*([\d.]+) times\*\*")
+    return within(f, 1.3, 1.7, "gap at the frozen set-up")
+
+
 def _k6_vs_xeon_time(o):
     return within(o.num("dba41d27", r"needs ([\d.]+) times as long"), 3.0, 9.0, "K6/P4 time")
 
@@ -211,6 +216,14 @@ def _starving_limit(o):
     return STARVATION_LIMIT == 1020, f"STARVATION_LIMIT {STARVATION_LIMIT} jiffies"
 
 
+def _thresh3_range(o):
+    from routelab.notebook.story1 import load_bands
+    b = load_bands()
+    r = b["setup_ranges"]["neigh_gc_thresh3"]
+    return (min(r), max(r), b["frozen"]["neigh_gc_thresh3"]) == (1024, 4096, 4096), \
+        f"set-up range {r}, frozen {b['frozen']['neigh_gc_thresh3']}"
+
+
 def _explorer_overflows(o):
     from routelab.notebook.story2 import rcu_explorer
     ex = rcu_explorer()
@@ -305,8 +318,10 @@ CLAIMS: list[tuple[str, str, str, Callable]] = [
     (N01, "missing-work", "at about 95 % busy (section 5's\ntable), never at 80–90 %",
      _saturated_at_95),
     (N01, "gap", "times more", _five_times_short),
-    (N01, "ex3", "charges a probe several\ntimes less CPU", _several_times_less),
-    (N01, "next", "it charges a\n  probe several times less CPU", _several_times_less),
+    (N01, "thresh3-intro", "as a set-up range, 1,024–4,096, and freezes 4,096", _thresh3_range),
+    (N01, "ex3", "model charges a probe several times less CPU", _several_times_less),
+    (N01, "next", "charges a probe several times less CPU", _several_times_less),
+    (N01, "next", "the gap shrinks to about one and a half times", _gap_frozen),
     (N01, "next", "the chains may grow to nine entries", _chains_nine),
     (N02, "07e8cda4", "90 % of the time in network softirq work", _primer_load),
     (N02, "3fbc5d25", "drops, receives and forwards about the same numbers of packets",

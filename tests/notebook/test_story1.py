@@ -162,10 +162,11 @@ def test_saturated_261_still_ends_grace_periods():
 
 
 def test_kernel_20_keeps_the_ping_low_under_the_worms():
-    # 2.0's own 256-entry route cache always evicts and never refuses: its GC
-    # costs CPU (about half of the K6 at the stand-in load) but never stalls
-    s = worm.run(kernel="2.0", duration=3.0, seed=1, **STAND_IN).summary()
-    assert s["ping_rtt_ms_p50"] < 2.0 and s["cpu_busy_pct"] < 70
+    # 2.0's own 256-entry route cache always evicts and never refuses: its GC and
+    # ARP walks cost CPU (about 70 % of the K6 at the stand-in load, as notebook
+    # 01's 10-s run shows) but it does not saturate, and the ping stays at 1-2 ms
+    s = worm.run(kernel="2.0", duration=10.0, seed=1, **STAND_IN).summary()
+    assert s["ping_rtt_ms_p50"] < 2.0 and s["cpu_busy_pct"] < 85
 
 
 def test_uplink_knob_is_validated():
