@@ -10,6 +10,8 @@ kernel.md s4).  The model's figures come from
 from __future__ import annotations
 
 import html
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +32,8 @@ from .widgets import Explorer, control_for
 __all__ = [
     "REPORT",
     "REPORT_S",
+    "bands_table",
+    "load_bands",
     "VARIANTS",
     "RcuFigure",
     "compare_variants",
@@ -580,3 +584,43 @@ def run_with_progress(description: str = "simulating", **knobs) -> Result:
     bar.value, bar.bar_style = 1.0, "success"
     label.value = "done"
     return res
+
+
+# -- the calibration's prediction bands (docs/calibration-story2.md) -----------------------
+
+BANDS_JSON = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "bands_story2.json"
+
+_BAND_FIGURES = (("overflows_per_s", "overflows/s", "{:,.0f}"),
+                 ("throughput_kpps", "kpps", "{:,.0f}"),
+                 ("user_max_delay_s", "loop delay s", "{:.2f}"),
+                 ("rcu_grace_ms_max", "GP max ms", "{:,.0f}"))
+
+
+def load_bands(path: Path | str | None = None) -> dict:
+    """The stored results of ``benchmarks/bands_story2.py`` (about ten minutes of runs).
+
+    ``predictions[name]["figures"][figure]`` holds ``band`` (the predicted
+    range), ``delta_band`` (predicted minus vanilla, run by run) and
+    ``direction`` ("down", "up", "none", "down/none", "up/none", "undecided").
+    """
+    with open(path or BANDS_JSON, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def bands_table(bands: dict) -> str:
+    """Each prediction's change against vanilla 2.6.0, as a range over the bands' runs."""
+    head = f"{'kernel':<32} {'figure':<13} {'change against vanilla':>26}  direction"
+    out = [head, "-" * (len(head) + 4)]
+    for name, p in bands["predictions"].items():
+        for key, label, fmt in _BAND_FIGURES:
+            fig = p["figures"].get(key)
+            if not fig:
+                continue
+            lo, hi = fig["delta_band"]
+            rng = f"{fmt.format(lo)} to {fmt.format(hi)}"
+            out.append(f"{name:<32} {label:<13} {rng:>26}  {fig['direction']}")
+    m = bands.get("meta", {})
+    out.append(f"({m.get('duration_s', 8):g}-s runs: seeds "
+               f"{'-'.join(str(x) for x in m.get('seeds_calibration', [1, 5])[::4])} at the "
+               f"calibration, and each end of every set-up range at seed 1)")
+    return "\n".join(out)
