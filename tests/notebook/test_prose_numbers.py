@@ -318,7 +318,7 @@ CLAIMS: list[tuple[str, str, str, Callable]] = [
     (N01, "missing-work", "at about 95 % busy (section 5's\ntable), never at 80–90 %",
      _saturated_at_95),
     (N01, "gap", "times more", _five_times_short),
-    (N01, "thresh3-intro", "as a set-up range, 1,024–4,096, and freezes 4,096", _thresh3_range),
+    (N01, "thresh3-intro", "set-up range, 1,024–4,096, and freezes 4,096", _thresh3_range),
     (N01, "ex3", "model charges a probe several times less CPU", _several_times_less),
     (N01, "next", "charges a probe several times less CPU", _several_times_less),
     (N01, "next", "the gap shrinks to about one and a half times", _gap_frozen),
