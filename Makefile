@@ -1,5 +1,5 @@
 # Thin wrappers over scripts/ (which also work without make).
-.PHONY: help env build lab test student bench clean distclean
+.PHONY: help env build lab test student bench lite clean distclean
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,6 +12,8 @@ help:
 	@echo "make test       all tests: unit, browser, binder env, nbval  (scripts/test.sh)"
 	@echo "make student    student/ copies (answers stubbed) and solutions/ answer keys"
 	@echo "make bench      run benchmarks/*.py"
+	@echo "make lite       _site/: the collection for the browser (JupyterLite; serve it with"
+	@echo "                python -m http.server -d _site 8000, online only: Pyodide's CDN)"
 	@echo "make clean      remove caches, build files and screenshots (keeps .venv)"
 	@echo "make distclean  clean + remove .venv"
 
@@ -37,8 +39,11 @@ bench: env
 	  echo "== $$f"; $(PY) "$$f"; \
 	done; [ $$found = 1 ] || echo "no benchmarks/*.py yet"
 
+lite: env
+	$(PY) scripts/build_lite.py --output _site
+
 clean:
-	rm -rf screenshots student solutions .pytest_cache .hypothesis build dist *.egg-info .ci-state
+	rm -rf screenshots student solutions .pytest_cache .hypothesis build dist *.egg-info .ci-state _site
 	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -print0 | xargs -0 -r rm -rf
 
 distclean: clean

@@ -22,13 +22,14 @@ every run: "down", "up", "none", "down/none", "up/none" -- or "undecided" when t
 sign flips inside the band (some runs up, some down).  An undecided direction is
 not the model's answer.
 
-Short runs: ``--duration`` seconds (default 8) instead of the report's 35.3 s.
+Short runs: ``--duration`` seconds (default 20) instead of the report's 35.3 s.
 The route cache fills in ~1 s and the vanilla overflow bursts recur every few
 seconds after that, so overflows are compared as a rate (per second, both CPUs);
 the worst loop delay of a short run can only be shorter than a long run's, so the
-delay band is a lower bound on the report's 35.3 s figure.  About 90 runs of ~3 s CPU
-each (the re-fit's vanilla runs are reused): ~3 minutes on two free cores, 10-15 on two
-cores shared with four other sessions.
+delay band is a lower bound on the report's 35.3 s figure.  82 runs (the re-fit's
+vanilla runs are reused): 1,003 s on two cores shared with four other sessions (load 3-9);
+``--duration 8`` takes about half that, but at 8 s some seeds have not had their first
+overflow burst yet.
 """
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def resummarise(path: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", type=float, default=8.0)
+    ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--range-seeds", type=int, default=len(SEEDS_RANGE),
                     help="seeds 1..N at each end of a knob's range (default 1)")

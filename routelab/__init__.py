@@ -9,6 +9,7 @@ Public API (everything else is reachable through the submodules):
 - :data:`SYSCTLS`, :class:`KnobError` -- knob metadata and bad-input errors
 - :mod:`routelab.scenarios` -- one ``run(**knobs, seed=...)`` per story
 - :mod:`routelab.procfs` -- rt_cache_stat, netstat -i, snmp, perf-top views
+- :func:`sweep` -- a scenario over a knob grid and seeds, on any executor (:mod:`routelab.sweep`)
 """
 
 from . import accel
@@ -22,9 +23,11 @@ from .ipv4.fib import Fib, Route, Rule  # noqa: E402
 from .kernels import KERNELS  # noqa: E402
 from .result import OUTCOMES, Result  # noqa: E402
 from .router import Device, Router  # noqa: E402
+from .sweep import SweepTable, sweep  # noqa: E402
 from .sysctl import SYSCTLS  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = ["CPUS", "KERNELS", "NICS", "OUTCOMES", "SYSCTLS", "Device", "Fib", "KnobError",
-           "PacketTrace", "Result", "Route", "Router", "RoutelabError", "Rule", "__version__"]
+           "PacketTrace", "Result", "Route", "Router", "RoutelabError", "Rule", "SweepTable",
+           "__version__", "sweep"]

@@ -3,6 +3,15 @@
 Flags are generated from each scenario's knob metadata (underscores become
 dashes).  A bad value exits with status 2 and one line naming the knob and
 its valid range.
+
+Two more commands sit beside the scenarios:
+
+* ``python -m routelab sweep SCENARIO --grid KNOB=V1,V2 [--grid ...] [--seeds N]
+  [--knob VALUE ...] [--json | --csv FILE] [--scheduler tcp://HOST:PORT]``
+  runs every grid point and seed (:func:`routelab.sweep.sweep`);
+* ``python -m routelab replay --pcap FILE [--kernel K] [--cpu C] [--speedup X]``
+  pushes a capture's IPv4 packets through the residence router
+  (:mod:`routelab.scenarios.replay`).
 """
 
 from __future__ import annotations
@@ -30,6 +39,16 @@ def _literal(text: str) -> str:
     return str(text).replace("%", "%%")
 
 
+def _knob_flags(sp: argparse.ArgumentParser, mod) -> None:
+    for knob in mod.KNOBS.values():
+        default = "derived from the kernel profile / RAM" if knob.default is None \
+            else knob.default
+        unit = f" [{knob.unit}]" if knob.unit else ""
+        sp.add_argument(_flag(knob.name), dest=knob.name, default=None, metavar="VALUE",
+                        help=_literal(f"{knob.help}{unit} (default: {default}; "
+                                      f"valid: {knob.valid_text()})"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m routelab",
@@ -41,13 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=_literal(mod.TITLE),
                             description=mod.__doc__.split("\n\n")[0],
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-        for knob in mod.KNOBS.values():
-            default = "derived from the kernel profile / RAM" if knob.default is None \
-                else knob.default
-            unit = f" [{knob.unit}]" if knob.unit else ""
-            sp.add_argument(_flag(knob.name), dest=knob.name, default=None, metavar="VALUE",
-                            help=_literal(f"{knob.help}{unit} (default: {default}; "
-                                          f"valid: {knob.valid_text()})"))
+        _knob_flags(sp, mod)
         sp.add_argument("--seed", default="1", metavar="N",
                         help="random seed; same knobs + same seed = same result (default: 1)")
         sp.add_argument("--json", action="store_true",
@@ -58,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--real", action="store_true",
                             help="run the same experiment on this machine's own kernel "
                                  "(unprivileged user + network namespace) beside the model")
+    from . import cli_extra
+
+    cli_extra.add_commands(sub, _knob_flags)
     return parser
 
 
@@ -79,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.scenario:
         parser.print_help()
         return 2
+    if args.scenario in ("sweep", "replay"):
+        from . import cli_extra
+
+        return cli_extra.main(args)
     mod = get(args.scenario)
     knobs = {k: v for k, v in vars(args).items()
              if k in mod.KNOBS and v is not None}

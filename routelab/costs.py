@@ -159,10 +159,16 @@ MISSES: dict[str, float] = {
 #   u.rt_next 0, __refcnt 4, lastuse 24, expires 28, rt_flags 100 (the
 #   dst_entry is 100 bytes without CONFIG_NET_CLS_ROUTE), key.dst 124,
 #   key.src 128, key.tos 144 (with CONFIG_IP_ROUTE_FWMARK).
+# * 2.0.40's own structures, walked by the 2.0 profile (routelab.ipv4.route20):
+#   struct rtable (include/net/route.h): rt_next 0, rt_dst 4, rt_refcnt 16,
+#   rt_lastuse 28; struct arp_table (net/ipv4/arp.c): next 0, ip 16 (dev, at
+#   32, is read only once ip matched).
 STRUCT_OFFSETS: dict[str, dict[str, int]] = {
     "neighbour": {"next": 0, "dev": 12, "nud_state": 29, "refcnt": 52, "primary_key": 100},
     "rtable": {"next": 0, "refcnt": 4, "lastuse": 24, "expires": 28, "rt_flags": 100,
                "key.dst": 124, "key.src": 128, "key.tos": 144},
+    "rtable_20": {"next": 0, "rt_dst": 4, "rt_refcnt": 16, "rt_lastuse": 28},
+    "arp_table_20": {"next": 0, "ip": 16},
 }
 
 # The fields one step of each walk reads on the usual entry (the test that
@@ -181,7 +187,16 @@ WALK_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "neigh_chain_step": ("neighbour", ("dev", "primary_key", "next")),
     "chain_step": ("rtable", ("key.dst", "next")),
     "gc_entry": ("rtable", ("refcnt", "lastuse", "expires", "rt_flags", "next")),
+    # 2.0.40 (ip_rt_route's chain walk, rt_garbage_collect_1, arp_lookup):
+    # priced with the 2.4 walks' cycles, from 2.0's own layout
+    "chain_step_20": ("rtable_20", ("rt_dst", "next")),
+    "gc_entry_20": ("rtable_20", ("rt_refcnt", "rt_lastuse", "next")),
+    "neigh_chain_step_20": ("arp_table_20", ("ip", "next")),
 }
+
+#: the 2.4 walk whose cycles each 2.0 walk borrows
+_WALK_CYCLES_OF = {"chain_step_20": "chain_step", "gc_entry_20": "gc_entry",
+                   "neigh_chain_step_20": "neigh_chain_step"}
 
 # Reference cycles of a walk step on a uniprocessor build, where
 # write_lock(&n->lock) / write_unlock compile away (include/linux/spinlock.h,
@@ -340,15 +355,18 @@ def cost_table(cpu: CpuProfile, overrides: dict | None = None) -> CostTable:
     fn = {name: cyc / cpu.ipc / cpu.hz + MISSES.get(name, 0.0) * miss_s
           for name, cyc in path.items()}
     fn["chain_step"] = 8.0 / cpu.ipc / cpu.hz + MISSES["chain_step"] * miss_s  # ASSUMED 8 cycles compare
+    for walk, base in _WALK_CYCLES_OF.items():
+        fn[walk] = fn[base]          # (other CPUs: the 2.4 walks' one-line charges)
     board = BOARDS.get(cpu.name)
     if board is not None:
         # story 1's boards: the walks from the layout, the build, the board's memory
         line_s = (board.l2_line_ns if board_cache == "l2" else board.walk_line_ns) * 1e-9
         cyc = dict(path, chain_step=8.0)
         for walk in WALK_FIELDS:
-            c = UP_PATH.get(walk, cyc[walk]) if board.up_build else cyc[walk]
-            if walk in (overrides or {}):
-                c = cyc[walk]
+            name = _WALK_CYCLES_OF.get(walk, walk)
+            c = UP_PATH.get(name, cyc[name]) if board.up_build else cyc[name]
+            if name in overrides:
+                c = cyc[name]
             fn[walk] = c / cpu.ipc / cpu.hz + lines_read(walk, board.line_bytes) * line_s
         fn["irq_rx"] += board.irq_io_s
     return CostTable(cpu, fn, miss_s, 1.0 / cpu.copy_bw, 1.0 / cpu.csum_bw)

@@ -12,10 +12,11 @@ import math
 import numpy as np
 
 from .core.skbuff import KIND, PacketTrace
-from .errors import KnobError
+from .errors import KnobError, RoutelabError
 
 __all__ = ["SIZE_MIXES", "poisson_times", "background", "pings", "scanners", "addr_block",
-           "Pktgen", "TraceWindows", "FLOW_ORDERS"]
+           "Pktgen", "TraceWindows", "FLOW_ORDERS", "PcapError", "PcapCapture", "read_pcap",
+           "from_pcap"]
 
 # Packet-size mixes: (IP lengths, probabilities).
 SIZE_MIXES = {
@@ -272,3 +273,203 @@ class TraceWindows:
             t0 = w * self.window
             t1 = self.duration if w == nw - 1 else (w + 1) * self.window
             yield t1, self.make(t0, t1)
+
+
+# --------------------------------------------------------------------------- pcap files
+class PcapError(RoutelabError, ValueError):
+    """A capture file that cannot be replayed (not a pcap, truncated, no IPv4 in it)."""
+
+
+# link types dpkt decodes here (pcap LINKTYPE_* numbers): name, dpkt module.class or None
+# for raw IP (the frame is the IP header)
+_LINKTYPES = {0: ("null/loopback", "loopback.Loopback"), 1: ("ethernet", "ethernet.Ethernet"),
+              12: ("raw IP", None), 14: ("raw IP", None), 101: ("raw IP", None),
+              108: ("OpenBSD loopback", "loopback.Loopback"),
+              113: ("Linux cooked (SLL)", "sll.SLL"), 276: ("Linux cooked v2 (SLL2)", "sll2.SLL2")}
+_ETHERTYPE_NAMES = {0x86DD: "ipv6", 0x0806: "arp"}
+
+
+class _ReadWatch:
+    """File wrapper noting short reads: dpkt's readers stop quietly at a record cut
+    short by the end of the file; a short read that is not the file's last, or one
+    that got part of what it asked for, means the capture was truncated."""
+
+    def __init__(self, f) -> None:
+        self.f, self.reads, self.short = f, 0, None
+
+    def read(self, n: int = -1) -> bytes:
+        buf = self.f.read(n)
+        self.reads += 1
+        if self.short is None and n is not None and n > 0 and len(buf) < n:
+            self.short = (self.reads, n, len(buf), self.f.tell())
+        return buf
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def truncated(self) -> tuple[int, int, int] | None:
+        """``(asked, got, offset)`` of a read that shows the file was cut, else None."""
+        if self.short is None:
+            return None
+        nread, asked, got, offset = self.short
+        if got == 0 and nread == self.reads:
+            return None           # the end of the file, where a record would start
+        return asked, got, offset
+
+
+class PcapCapture:
+    """What :func:`read_pcap` found: the IPv4 trace and the frames it skipped.
+
+    Attributes
+    ----------
+    trace : PacketTrace
+        The IPv4 packets, ``t`` in seconds from the first frame of the capture.
+    start : float
+        Capture time of the first frame (seconds since the epoch).
+    frames : int
+        Frames in the file.
+    skipped : dict
+        Frames not replayed, by reason: ``ipv6``, ``arp``, ``other`` (any other
+        network protocol), ``bad_ipv4`` (an IPv4 header too short or not parsable).
+    linktype : str
+        The capture's link type.
+    """
+
+    def __init__(self, trace, start: float, frames: int, skipped: dict, linktype: str) -> None:
+        self.trace, self.start, self.frames = trace, start, frames
+        self.skipped, self.linktype = skipped, linktype
+
+    @property
+    def span(self) -> float:
+        """Seconds from the first to the last IPv4 packet."""
+        return float(self.trace.t[-1] - self.trace.t[0]) if len(self.trace) else 0.0
+
+    def __repr__(self) -> str:
+        skipped = ", ".join(f"{v} {k}" for k, v in self.skipped.items() if v) or "none"
+        return (f"PcapCapture({len(self.trace)} IPv4 packets of {self.frames} frames, "
+                f"{self.linktype}, {self.span:.3f} s; skipped: {skipped})")
+
+
+def _network_layer(dpkt, frame, decoder):
+    """``(ethertype-like name, IPv4 bytes or dpkt IP)`` of one frame."""
+    if decoder is None:                                   # raw IP
+        version = frame[0] >> 4 if frame else 0
+        return ("ipv4", frame) if version == 4 else ("ipv6" if version == 6 else "other", None)
+    pkt = decoder(frame)
+    data = pkt.data
+    if isinstance(data, dpkt.ip.IP):
+        return "ipv4", data
+    etype = getattr(pkt, "type", getattr(pkt, "ethtype", None))
+    if isinstance(pkt, dpkt.loopback.Loopback):
+        family = getattr(pkt, "family", None)
+        if family == 2:
+            return "ipv4", bytes(data)
+        return ("ipv6" if family in (10, 24, 28, 30) else "other"), None
+    if etype == 0x0800:
+        return "ipv4", bytes(data)
+    return _ETHERTYPE_NAMES.get(etype, "other"), None
+
+
+def read_pcap(path, *, iif: int = 0, kind: str = "background") -> PcapCapture:
+    """Read a pcap or pcapng file's IPv4 packets with dpkt (pinned in requirements.txt).
+
+    Each IPv4 packet becomes one row of a :class:`~routelab.core.skbuff.PacketTrace`:
+    its capture time (seconds after the first frame), source and destination,
+    total length (the IP header's, so a capture cut at a small snaplen still
+    gives the real sizes), TTL, protocol, TOS, DF, and its fragment fields (id,
+    offset, MF).  ``iif`` and ``kind`` are set on every packet (the caller
+    decides which side of a router each packet arrives on).  Non-IPv4 frames
+    (IPv6, ARP, ...) are counted in ``skipped`` and left out.
+
+    Raises
+    ------
+    PcapError
+        Not a pcap/pcapng file, an unsupported link type, a file cut short in
+        the middle of a record, or no IPv4 packet at all.
+    """
+    from .core.skbuff import KIND
+
+    try:
+        import dpkt
+        import dpkt.loopback
+        import dpkt.sll
+        import dpkt.sll2
+    except ImportError:
+        raise PcapError("reading a pcap needs dpkt (pip install -r requirements.txt)") from None
+    if kind not in KIND:
+        raise KnobError("kind", kind, "one of " + ", ".join(KIND))
+    name = str(path)
+    cols = {k: [] for k in ("t", "saddr", "daddr", "length", "ttl", "proto", "tos", "df",
+                            "frag_id", "frag_off", "mf")}
+    skipped = {"ipv6": 0, "arp": 0, "other": 0, "bad_ipv4": 0}
+    frames = 0
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise PcapError(f"{name}: cannot open: {exc.strerror or exc}") from None
+    with f:
+        watch = _ReadWatch(f)
+        try:
+            reader = dpkt.pcap.UniversalReader(watch)
+        except (ValueError, dpkt.NeedData, dpkt.UnpackError) as exc:
+            raise PcapError(f"{name}: not a pcap or pcapng capture ({exc})") from None
+        watch.reads, watch.short = 0, None     # the file header is read; records follow
+        link = reader.datalink()
+        if link not in _LINKTYPES:
+            raise PcapError(f"{name}: link type {link} is not supported: expected one of "
+                            + ", ".join(f"{k} ({v[0]})" for k, v in _LINKTYPES.items()))
+        linkname, dec = _LINKTYPES[link]
+        if dec is not None:
+            mod, cls = dec.split(".")
+            dec = getattr(getattr(dpkt, mod), cls)
+        try:
+            for ts, frame in reader:
+                frames += 1
+                try:
+                    what, ip = _network_layer(dpkt, frame, dec)
+                    if what == "ipv4" and not isinstance(ip, dpkt.ip.IP):
+                        ip = dpkt.ip.IP(ip)
+                except (dpkt.NeedData, dpkt.UnpackError, IndexError, ValueError):
+                    what, ip = "bad_ipv4", None
+                if what != "ipv4":
+                    skipped[what if what in skipped else "other"] += 1
+                    continue
+                if ip.v != 4 or ip.hl < 5:
+                    skipped["bad_ipv4"] += 1
+                    continue
+                cols["t"].append(float(ts))
+                cols["saddr"].append(int.from_bytes(ip.src, "big"))
+                cols["daddr"].append(int.from_bytes(ip.dst, "big"))
+                cols["length"].append(ip.len)
+                cols["ttl"].append(ip.ttl)
+                cols["proto"].append(ip.p)
+                cols["tos"].append(ip.tos)
+                cols["df"].append(bool(ip.df))
+                cols["mf"].append(bool(ip.mf))
+                cols["frag_off"].append(ip.offset)      # 8-byte units, as iph->frag_off
+                cols["frag_id"].append(ip.id)
+        except (dpkt.NeedData, dpkt.UnpackError, ValueError) as exc:
+            detail = f": {exc}" if str(exc) else ""
+            raise PcapError(f"{name}: truncated or damaged: record {frames + 1} cannot be "
+                            f"read after {frames} frames ({type(exc).__name__}{detail})") from None
+        cut = watch.truncated()
+        if cut is not None:
+            asked, got, offset = cut
+            # dpkt hands the cut record over short; it is not a frame of the capture
+            raise PcapError(f"{name}: truncated: the file ends inside a record after "
+                            f"{max(frames - 1, 0)} frames (wanted {asked} bytes at offset "
+                            f"{offset - got}, found {got})")
+    if not cols["t"]:
+        what = ", ".join(f"{v} {k}" for k, v in skipped.items() if v) or "no frames"
+        raise PcapError(f"{name}: no IPv4 packets to replay ({frames} frames: {what})")
+    t = np.asarray(cols.pop("t"), dtype=np.float64)
+    start = float(t.min())
+    trace = PacketTrace.build(t - start, iif=iif, kind=KIND[kind],
+                              **{k: np.asarray(v) for k, v in cols.items()})
+    return PcapCapture(trace, start, frames, skipped, linkname)
+
+
+def from_pcap(path, **kw) -> PacketTrace:
+    """The IPv4 packets of a pcap/pcapng file as a :class:`PacketTrace` (see :func:`read_pcap`,
+    which also tells how many frames were skipped and why)."""
+    return read_pcap(path, **kw).trace

@@ -31,6 +31,8 @@ NOTEBOOKS = sorted(p for p in NOTEBOOKS_DIR.glob("*.ipynb") if not p.name.starts
 # In ../requirements.txt only for the test suite; binder/ need not carry them.
 TEST_ONLY = {"nbval", "pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "simpy",
              "playwright", "ruff"}
+# ... or only for instructors (a Dask cluster for sweeps, building the JupyterLite site)
+TEST_ONLY |= {"dask", "distributed", "jupyterlite-core", "jupyterlite-pyodide-kernel", "wheel"}
 WIDGET_TRIO = {"jupyterlab", "ipywidgets", "jupyterlab-widgets"}
 
 

@@ -9,7 +9,7 @@ from routelab.errors import KnobError
 from routelab.scenarios import diversity, get
 
 KEYS = ("cpu_us_per_packet", "route_lookup_us_per_packet", "forwarded_packets",
-        "cache_hit_pct", "dst_allocs", "trie_depth_mean", "trie_nodes")
+        "cache_hit_pct", "dst_allocs", "fnhe_entries", "trie_depth_mean", "trie_nodes")
 
 
 def _run(**kw):
@@ -80,3 +80,68 @@ def test_same_seed_same_result():
 def test_bad_knobs(knob, value):
     with pytest.raises(KnobError, match=knob):
         diversity.run(**{knob: value})
+
+
+# -- the PMTU storm: nexthop exceptions (3.6) ------------------------------------------------
+
+def test_storm_conserves_and_repeats():
+    a = _run(kernel="3.6", pmtu_pps=5000.0, seed=4)
+    b = _run(kernel="3.6", pmtu_pps=5000.0, seed=4)
+    assert a.conservation()
+    assert a.summary() == b.summary()
+    assert (a.packets["outcome"] == b.packets["outcome"]).all()
+    s = a.summary()
+    assert s["local_packets"] == 1500 and s["forwarded_packets"] == 6000
+
+
+def test_storm_entries_are_the_distinct_destinations_while_no_chain_is_full():
+    # 100 destinations over 2,048 buckets: no chain reaches 6
+    res = _run(kernel="3.6", pmtu_pps=2000.0, pmtu_destinations=100)
+    s = res.summary()
+    tags = res.packets["tag"][: res.offered]
+    m = tags[tags >= 0]
+    want = np.unique(diversity.storm_daddr(m, 100, res.extra["seed"])).size
+    assert s["fnhe_entries"] == want and s["fnhe_reclaimed"] == 0
+    assert 0 < want <= 100 and s["fnhe_max_chain"] <= 5
+
+
+def test_storm_is_bounded_by_the_buckets_times_six():
+    s = _run(kernel="3.6", pmtu_pps=100_000.0, duration=0.5).summary()
+    assert s["fnhe_entries"] == 2048 * 6
+    assert s["fnhe_max_chain"] == 6
+    assert s["fnhe_reclaimed"] > 0
+    # every message either made an entry, reclaimed one or updated its own
+    assert s["fnhe_entries"] + s["fnhe_reclaimed"] <= 50_000
+
+
+def test_storm_reclaim_follows_the_chain_rule():
+    res = _run(kernel="3.6", pmtu_pps=50_000.0, duration=0.2)
+    nh = diversity.pmtu_exceptions(res)
+    from routelab.ipv4.fnhe import fnhe_hashfun
+    for b, chain in enumerate(nh.buckets):
+        assert len(chain) <= 6
+        assert all(fnhe_hashfun(e.daddr) == b for e in chain)
+    assert len({e.daddr for c in nh.buckets for e in c}) == nh.entries
+
+
+def test_storm_without_messages_and_on_cache_kernels():
+    s = _run(kernel="3.6").summary()
+    assert (s["fnhe_entries"], s["fnhe_reclaimed"], s["fnhe_max_chain"]) == (0, 0, 0)
+    s = _run(kernel="2.6.0", pmtu_pps=2000.0).summary()
+    assert s["fnhe_entries"] is None and s["local_packets"] == 600
+
+
+@pytest.mark.parametrize("knob,value", [("pmtu_pps", -1.0), ("pmtu_destinations", 0),
+                                        ("pmtu_destinations", 70000)])
+def test_bad_storm_knobs(knob, value):
+    with pytest.raises(KnobError, match=knob):
+        diversity.run(**{knob: value})
+
+
+def test_rp_filter_reaches_the_router_and_costs_36_a_lookup():
+    base = _run(kernel="3.6", destinations=64)
+    strict = _run(kernel="3.6", destinations=64, rp_filter=1)
+    assert strict.config.sysctl["rp_filter"] == 1
+    b, s = base.summary(), strict.summary()
+    assert s["route_lookup_us_per_packet"] > b["route_lookup_us_per_packet"]
+    assert s["forwarded_packets"] == b["forwarded_packets"]     # the source routes back by eth0

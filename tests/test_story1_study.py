@@ -104,3 +104,41 @@ def test_steady_and_delay_vs_busy():
     # (1025 entries x ~0.5 us) + buckets: about half a millisecond on the K6
     assert 0.4 < walk < 0.7
     assert st.work_units(res)["longest_ms"][0] > 0
+
+
+def test_kernel_20_walks_use_its_own_small_structures():
+    # 2.0.40's struct rtable and struct arp_table keep the fields a walk reads
+    # in the first 32 bytes: one line per step on the K6, where 2.4 needs two
+    for walk in ("chain_step_20", "gc_entry_20", "neigh_chain_step_20"):
+        assert lines_read(walk, 32) == 1
+    cpu = cpu_profile("k6-200")
+    fn = cost_table(cpu).fn
+    assert fn["chain_step_20"] < fn["chain_step"]
+    # other CPUs: the 2.0 walks charge what the 2.4 walks do
+    other = cost_table(cpu_profile("opteron-2400x2")).fn
+    assert other["chain_step_20"] == other["chain_step"]
+
+
+def test_hosts_arp_requests_reach_arp_process():
+    from routelab.ipv4.arp import ARPOP_REQUEST
+    from routelab.scenarios.common import resolve
+    from routelab.scenarios.worm import KNOBS, _host_arp, plan_of
+
+    values = resolve(KNOBS, {"duration": 20.0})
+    plan = plan_of(values)
+    host = int(plan.infected(np.random.default_rng(1), 1)[0])
+    tr = _host_arp(np.random.default_rng(2), host, 0, "welchia", values, plan, 20.0)
+    if tr.t.size:
+        # only targets the host resolves itself (its own subnet), each once
+        assert not plan.reaches_router(np.uint32(host), tr.daddr).any()
+        assert np.unique(tr.daddr).size == tr.daddr.size
+        assert (tr.tag == ARPOP_REQUEST).all()
+    # (seed 1's Welchia reaches its own /24 within the first minute)
+    on = worm.run(seed=1, duration=60.0)
+    off = worm.run(seed=1, duration=60.0, host_arp_tries=0)
+    n = on.counters["neigh"]["arp_rcv_request"]
+    assert n > 0 and off.counters["neigh"]["arp_rcv_request"] == 0
+    row = "ip_route_input (ARP requests, uncached)"
+    assert on.profile[row] > 0 and off.profile.get(row, 0.0) == 0.0
+    three = worm.run(seed=1, duration=60.0, host_arp_tries=3)
+    assert three.counters["neigh"]["arp_rcv_request"] > n

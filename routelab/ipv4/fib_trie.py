@@ -483,17 +483,21 @@ class FibTrie:
         return new
 
     # -- lookup ----------------------------------------------------------
-    def lookup(self, addr: int):
+    def lookup(self, addr: int, path: list | None = None):
         """Longest-prefix match of ``addr`` (``fib_table_lookup``).
 
         Returns ``(value, plen, trace)``; ``value`` is None when no prefix
-        covers the address.
+        covers the address.  ``path``, if given, receives every node the walk
+        touches, in order (a tnode each time its child array is indexed, a
+        leaf when its prefixes are checked): what notebook 05 draws.
         """
         tnodes = leaves = backtracks = null_hits = 0
         n = self.root
         if n is None:
             return None, -1, LookupTrace(0, 0, 0, 0)
         if isinstance(n, Leaf):
+            if path is not None:
+                path.append(n)
             hit = n.match(addr)
             return ((hit[1], hit[0]) if hit else (None, -1)) + (LookupTrace(0, 1, 0, 0),)
         node: TNode = n
@@ -505,6 +509,10 @@ class FibTrie:
         while True:
             tnodes += 1
             child = node.child[index]
+            if path is not None:
+                path.append(node)
+                if isinstance(child, Leaf):
+                    path.append(child)
             ok = False
             if child is None:
                 null_hits += 1

@@ -51,7 +51,11 @@ modelled -- rt_cache_add's clean-up and the GC do the evicting here.  Costs
 reuse the 2.4 model's per-function constants as stand-ins (``chain_step``,
 ``fib_lookup``, ``dst_alloc``, ``rt_intern_hash``, ``gc_bucket``,
 ``gc_entry``, ``dst_destroy``, ``neigh_chain_step``, ``neigh_alloc``):
-ASSUMED, 2.0's functions being at least as simple.
+ASSUMED, 2.0's functions being at least as simple.  The walks' steps are
+``chain_step_20``, ``gc_entry_20`` and ``neigh_chain_step_20``
+(:data:`routelab.costs.WALK_FIELDS`): those cycles, with the cache lines read
+from 2.0's own ``struct rtable`` and ``struct arp_table`` -- one line per step
+on story 1's boards, where 2.4's larger structures take two.
 """
 
 from __future__ import annotations
@@ -111,12 +115,13 @@ class Cache20:
              "size_max", "arp_allocs", "arp_force_expire", "arp_walked", "arp_freed",
              "arp_entries_max"), 0)
         c = cost
-        self._step = c["chain_step"]
+        # (a cost dict without the 2.0 walks -- a test's -- uses the 2.4 names)
+        self._step = c.get("chain_step_20", c["chain_step"])
         self._miss = c["fib_lookup"] + c["dst_alloc"] + c["rt_intern_hash"]
         self._gc_bucket = c["gc_bucket"]
-        self._gc_entry = c["gc_entry"]
+        self._gc_entry = c.get("gc_entry_20", c["gc_entry"])
         self._free = c["dst_destroy"]
-        self._arp_step = c["neigh_chain_step"]
+        self._arp_step = c.get("neigh_chain_step_20", c["neigh_chain_step"])
         self._arp_alloc = c["neigh_alloc"]
 
     # -- the route cache -------------------------------------------------------------

@@ -20,6 +20,7 @@ from .story1 import worm_explorer
 from .story2 import rcu_explorer
 from .story3 import nfs_explorer
 from .story4 import container_explorer
+from .story5 import diversity_explorer
 from .widgets import Explorer, control_for
 
 __all__ = [
@@ -121,4 +122,5 @@ EXPLORERS = {"00-packet-journey": packet_journey_explorer,
              "02-rcu-primer": rcu_primer_explorer,
              "02-rcu-softirq-latency": rcu_explorer,
              "03-fragment-flooding": nfs_explorer,
-             "04-container-checksums": container_explorer}
+             "04-container-checksums": container_explorer,
+             "05-route-cache-removed": diversity_explorer}

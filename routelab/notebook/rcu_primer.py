@@ -60,8 +60,9 @@ Simplified on purpose:
 * Everything happens on 1 ms boundaries: a step's quiescent state, handler
   completion or loop-pass end is dated at the end of the step, and the
   tick's tasklet runs right after (in a softirq step: in that pass).
-* The tick schedules a CPU's tasklet whenever ``rcu_pending`` holds; the
-  kernel also re-raises it from itself, which at most moves a step earlier.
+* The tick schedules a CPU's tasklet whenever ``rcu_pending`` holds (2.6.0);
+  with a ``maxbatch`` limit (2.6.9) the kernel's tasklet re-schedules itself
+  when it leaves callbacks over, the primer's waits for the next tick.
 * Softirq load is a knob, not a consequence of packets; the hand-off to
   ``ksoftirqd`` (itself a context switch) is not modelled.
 * Timelines are random but seeded: for one seed, raising the load only turns

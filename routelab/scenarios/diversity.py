@@ -24,10 +24,41 @@ dst per nexthop ``rt_cache_route`` stores on first use), ``trie_depth_mean``
 and ``trie_nodes`` (the main table's trie, /proc/net/fib_triestat's "Aver
 depth" and "Internal nodes" + "Leaves"; None for the kernels with fib_hash).
 
-Not modelled: nexthop exceptions (3.6's per-destination PMTU and redirect
-state, ``fnhe``): nothing in this set-up creates one (no redirect, no PMTU
-change), so the key ``fnhe_entries`` is left out rather than reported as a
-0 the model could never change.
+Nexthop exceptions (3.6's per-destination PMTU and redirect state, ``fnhe``)
+---------------------------------------------------------------------------
+A forwarding path neither makes nor reads them: in 3.6 they are made only by
+the error handlers of the router's *own* traffic (net/ipv4/route.c
+``__ip_rt_update_pmtu`` and ``__ip_do_redirect``, called from
+``ipv4_sk_update_pmtu``, ``ipv4_update_pmtu``, ``ipv4_redirect`` by
+net/ipv4/udp.c ``__udp4_lib_err``, tcp_ipv4.c, the tunnels).  The knob
+``pmtu_pps`` adds the storm that reaches them: forged ICMP "fragmentation
+needed" messages (type 3 code 4) at that rate, from 203.0.113.7 (beyond the
+gateway, on ``eth1``) to the router's address 192.0.2.1, each quoting a UDP
+datagram the router's own UDP service (ASSUMED: a service bound to
+192.0.2.1 with an unconnected socket, so ``__udp4_lib_lookup`` matches every
+quoted remote address) sent to an address of 198.18.0.0/16, drawn uniformly
+from ``pmtu_destinations`` of them, with an MTU of 1280.  ``icmp_unreach`` ->
+``icmp_socket_deliver`` -> ``__udp4_lib_err`` -> ``ipv4_sk_update_pmtu``
+-> ``__ip_rt_update_pmtu``: the output route of that destination, then
+``update_or_create_fnhe`` on its nexthop (every route of the set-up goes
+through the gateway, and routes with the same nexthop share one
+``fib_info``, net/ipv4/fib_semantics.c ``fib_find_info``: one exception
+table).  The updates run in the order the router served the messages, with
+``fnhe_stamp`` in jiffies (HZ of the kernel), through
+:class:`~routelab.ipv4.fnhe.NexthopExceptions`: at most 2,048 x 6 entries,
+however many destinations are named.  Simplified: a message is priced as any
+packet for the router itself (the ``local`` composition of
+:mod:`routelab.costs`, which includes the send of an echo reply: more than
+``icmp_rcv`` and the error handler cost, an over-estimate), and the socket
+lookup, the output route lookup and the chain walk are not charged on top.  The
+kernels with a route cache keep PMTU in cached routes (2.x
+``ip_rt_frag_needed`` updates only entries already cached for that
+destination, and none are): for them the messages cost the same and
+``fnhe_entries`` is None.
+
+Summary keys of the storm: ``fnhe_entries`` (exceptions allocated; the
+source frees them only with their nexthop), ``fnhe_reclaimed`` (updates that
+took over the oldest entry of a full chain), ``fnhe_max_chain``.
 """
 
 from __future__ import annotations
@@ -38,6 +69,7 @@ import numpy as np
 
 from ..core.skbuff import KIND, PacketTrace, ip_to_int
 from ..ipv4.fib import TABLE_MAIN, Fib, Route
+from ..ipv4.fnhe import NexthopExceptions
 from ..result import Result
 from ..router import Device, Router
 from ..sysctl import Knob
@@ -64,6 +96,16 @@ SRC = "10.0.0.2"
 GATEWAY = "192.0.2.254"
 DEST_NET = "198.18.0.0/16"
 PACKET_BYTES = 64       # a minimum-size UDP packet (46-byte Ethernet payload + headers)
+#: The PMTU storm: who sends it, to which of the router's addresses, the MTU it
+#: names (ASSUMED: an IPv6-era minimum; above 3.6's ip_rt_min_pmtu of 552), and
+#: its length (20 IP + 8 ICMP + the quoted 20-byte IP header and 8 bytes).
+STORM_SRC = "203.0.113.7"
+ROUTER_ETH1 = "192.0.2.1"
+STORM_MTU = 1280
+STORM_BYTES = 56
+#: net/ipv4/route.c (3.6): ip_rt_min_pmtu = 512 + 20 + 20, ip_rt_mtu_expires = 10 min.
+IP_RT_MIN_PMTU = 552
+IP_RT_MTU_EXPIRES = 600.0
 WINDOW_S = 0.1
 
 KNOBS: dict[str, Knob] = {k.name: k for k in [
@@ -79,6 +121,12 @@ KNOBS: dict[str, Knob] = {k.name: k for k in [
          f"(up to a full table of {FULL_TABLE:,}).", step=1000),
     Knob("nic", "e1000", str, choices=("e1000", "tg3", "e100"),
          help="The router's NICs (both ports)."),
+    Knob("pmtu_pps", 0.0, float, 0.0, 200_000.0, "pps",
+         "Forged ICMP 'fragmentation needed' messages per second about the router's own "
+         "UDP traffic to addresses of 198.18.0.0/16 (3.6: each makes or updates a nexthop "
+         "exception).", step=1000),
+    Knob("pmtu_destinations", 65536, int, 1, 65536, "addresses",
+         "Distinct destinations the forged messages name, in 198.18.0.0/16.", step=1),
     *cache_knobs("rp_filter", "ram_mb", "gc_thresh", "max_size", "gc_min_interval",
                  "netdev_max_backlog"),
     *run_knobs(2.0, 60.0),
@@ -127,6 +175,12 @@ def _fib(routes: int, seed: int) -> Fib:
     return fib
 
 
+@functools.lru_cache(maxsize=8)
+def _main_trie_stats(routes: int):
+    """/proc/net/fib_triestat of the main table (the table is static: walked once)."""
+    return _fib(routes, 1).tries()[TABLE_MAIN][0].stats()
+
+
 def destinations(count: int, seed: int) -> np.ndarray:
     """``count`` distinct addresses of 198.18.0.0/16 (uint32), drawn uniformly."""
     rng = np.random.default_rng([seed, count, 16])
@@ -140,7 +194,9 @@ def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
     # the table is the set-up's, not the traffic's: one table per size (seed 1),
     # so two seeds differ in their traffic only
     fib = _fib(values["routes"], 1)
-    router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl_of(values),
+    # (rp_filter is not among common.SYSCTL_NAMES, so it is passed here)
+    sysctl = dict(sysctl_of(values), rp_filter=values["rp_filter"])
+    router = Router(values["kernel"], values["cpu"], devices, fib, sysctl=sysctl,
                     seed=seed, arp_static=[(1, GATEWAY)])
     dst = destinations(values["destinations"], seed)
     pps = values["pps"]
@@ -149,15 +205,63 @@ def build(values: dict, seed: int) -> tuple[Router, TraceWindows]:
     key = np.uint64(seed * 0x9E3779B97F4A7C15 % (1 << 64))
     total = int(np.floor(duration * pps))
 
+    spps = values["pmtu_pps"]
+    stotal = int(np.floor(duration * spps))
+
     def make(t0: float, t1: float) -> PacketTrace:
         k0 = min(total, int(np.ceil(t0 * pps)))
         k1 = min(total, int(np.ceil(t1 * pps)))
         k = np.arange(k0, k1, dtype=np.int64)
         pick = (_mix64(k.astype(np.uint64) ^ key) % np.uint64(dst.size)).astype(np.int64)
-        return PacketTrace.build(k / pps, iif=0, saddr=src, daddr=dst[pick],
-                                 length=PACKET_BYTES, proto=17, kind=KIND["flood"], ttl=64)
+        tr = PacketTrace.build(k / pps, iif=0, saddr=src, daddr=dst[pick],
+                               length=PACKET_BYTES, proto=17, kind=KIND["flood"], ttl=64)
+        if not stotal:
+            return tr
+        # the storm: message m arrives at m / pmtu_pps; its tag is m (the quoted
+        # destination is storm_daddr(m))
+        m = np.arange(min(stotal, int(np.ceil(t0 * spps))),
+                      min(stotal, int(np.ceil(t1 * spps))), dtype=np.int64)
+        st = PacketTrace.build(m / spps, iif=1, saddr=ip_to_int(STORM_SRC),
+                               daddr=ip_to_int(ROUTER_ETH1), length=STORM_BYTES, proto=1,
+                               kind=KIND["local"], ttl=64, tag=m)
+        return PacketTrace.concat([tr, st])
 
-    return router, TraceWindows(make, duration, WINDOW_S, total)
+    return router, TraceWindows(make, duration, WINDOW_S, total + stotal)
+
+
+def storm_daddr(m: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """The destination (uint32) the storm's message ``m`` quotes: one of
+    ``count`` distinct addresses of 198.18.0.0/16, picked by a hash of ``m``."""
+    q = destinations(count, seed + 7919)
+    key = np.uint64((seed + 1) * 0xD1B54A32D192ED03 % (1 << 64))
+    pick = _mix64(np.asarray(m, dtype=np.uint64) ^ key) % np.uint64(q.size)
+    return q[pick.astype(np.int64)]
+
+
+def pmtu_exceptions(res: Result) -> NexthopExceptions | None:
+    """The gateway nexthop's exception table after the storm (3.6), or None
+    for a kernel with a route cache.  The storm's messages that reached the
+    router's ICMP (outcome ``local``) update it in the order they were served,
+    stamped with the jiffy of their service."""
+    from ..core.dropreason import OUTCOMES
+
+    kernel = res.config.kernel
+    if kernel.route_cache or kernel.fib != "trie":
+        return None
+    k = res.extra["knobs"]
+    n = res.offered
+    pk = res.packets
+    got = np.flatnonzero((pk["kind"][:n] == KIND["local"]) & (pk["tag"][:n] >= 0)
+                         & (pk["outcome"][:n] == OUTCOMES["local"]))
+    got = got[np.argsort(pk["t_start"][got], kind="stable")]
+    daddr = storm_daddr(pk["tag"][got], k["pmtu_destinations"], res.extra["seed"])
+    jiffies = np.floor(pk["t_start"][got] * kernel.hz).astype(np.int64)
+    nh = NexthopExceptions()
+    mtu = max(STORM_MTU, IP_RT_MIN_PMTU)
+    expires = int(IP_RT_MTU_EXPIRES * kernel.hz)
+    for a, j in zip(daddr.tolist(), jiffies.tolist(), strict=True):
+        nh.update_or_create(a, j, pmtu=mtu, expires=j + expires)
+    return nh
 
 
 #: Profile rows that are the cost of routing (the lookups and the route
@@ -190,9 +294,13 @@ def _summary(res: Result) -> dict:
         s["cache_hit_pct"] = None
         # 3.6 rt_cache_route: one dst per nexthop, stored on its first use
         s["dst_allocs"] = 1 if fwd and kernel.nexthop_dst else 0
-    fib = _fib(res.extra["knobs"]["routes"], 1)
+    # the seed is set by run_scenario after the run; the summary runs after it
+    nh = pmtu_exceptions(res)
+    s["fnhe_entries"] = nh.entries if nh is not None else None
+    s["fnhe_reclaimed"] = nh.reclaimed if nh is not None else None
+    s["fnhe_max_chain"] = nh.max_chain() if nh is not None else None
     if kernel.fib == "trie":
-        st = fib.tries()[TABLE_MAIN][0].stats()
+        st = _main_trie_stats(res.extra["knobs"]["routes"])
         s["trie_depth_mean"] = round(st.mean_depth, 3)
         s["trie_nodes"] = st.tnodes + st.leaves
     else:

@@ -27,9 +27,16 @@ What the model is made of, and where each part comes from:
   (``outside_welchia``): the report says many hosts of the surrounding
   network were infected.
 
+* Each infected PC also broadcasts an ARP request for every new target in
+  its own subnet (``host_arp_tries``): the router's ``arp_process`` pays an
+  uncached route lookup for each.
+
 The calibration (docs/calibration-story1.md) fits only descriptions of the
-network and traffic (RAM, the address plan, outside scanners, the far end's
-delay) within documented ranges; kernel and cost constants are not tuned.
+network, the box and the traffic (RAM, the address plan, the neighbour
+table's thresholds an admin of a ~1,500-host hall would have set, whether the
+board's L2 caches the slab, outside scanners, the far end's delay) within
+documented ranges; kernel and cost constants are not tuned.  Its study
+functions are in :mod:`routelab.scenarios.story1_study`.
 """
 
 from __future__ import annotations
