@@ -74,7 +74,7 @@ SWEEPS = {
     "pps_per_port": [100_000.0, 200_000.0, 400_000.0, 283_000.0],
     "flows": [1024, 65_536, 32_768],
     "flow_len": [4, 20, 10],
-    "duration": [0.25, 0.15],      # the flood explorer's window (s): a short stretch only
+    "duration": [0.25, 0.15],      # a window control's default sweep (s)
     # notebook 03's NFS explorer
     "loss_pct": [0.5, 2.0, 5.0, 0.0],
     "sndbuf": [32768, 131072, 1_068_160, 65535],
@@ -87,6 +87,8 @@ SWEEPS = {
 #: Per-explorer values where a control of the same name has another range.
 EXPLORER_SWEEPS = {
     "01-worm-cache-thrash": {"duration": [10.0, 12.0, 3.0, 6.0]},   # the window (s)
+    "02-rcu-softirq-latency": {"duration": [1.0, 2.0, 0.6],          # the window (s)
+                               "flow_len": [10, 4, 8]},
 }
 
 

@@ -340,12 +340,12 @@ class _Walk:
             tr = self.tr
             if v["cache_hit"]:
                 self.add("route cache lookup", "include/net/route.h ip_rt_route (2.0.40)",
-                         self.fn("chain_step"), "hit: entry at the head of the chain "
+                         self._step20(), "hit: entry at the head of the chain "
                          "(256 buckets on the destination)", "route")
                 return
             hop = gw if gw else int(tr.daddr[0])
             total = Cache20(self.c).lookup(int(tr.daddr[0]), hop, 0.0)
-            walk = self.fn("chain_step")
+            walk = self._step20()
             slow = self.fn("fib_lookup") + self.fn("dst_alloc") + self.fn("rt_intern_hash")
             self.add("route cache lookup", "include/net/route.h ip_rt_route (2.0.40)", walk,
                      "miss: an empty bucket (256 buckets on the destination)", "route")
@@ -473,6 +473,13 @@ class _Walk:
         if wire_total != wire_bytes:
             raise RoutelabError(f"journey wire bytes {wire_total} != ip_output_plan {wire_bytes}")
 
+    def _step20(self) -> float:
+        """One step of 2.0's chain walk, as Cache20 prices it (2.0.40's struct rtable)."""
+        try:
+            return self.c["chain_step_20"]
+        except KeyError:            # a cost table without the 2.0 walks: the 2.4 step
+            return self.c["chain_step"]
+
     def icmp(self, what: str, note: str) -> None:
         """The router answers with an ICMP error, as Router charges it."""
         c = self.c
@@ -485,6 +492,8 @@ class _Walk:
                                       ("driver transmit (ICMP)", f"{self.drv} hard_start_xmit",
                                        "hard_start_xmit")):
             self.add(stage, function, c[name], "back out of eth0", "icmp")
+        self.add("TX completion (ICMP)", "net/core/skbuff.c kfree_skb, dst_release",
+                 c["tx_complete"], "the driver frees the error's skb", "icmp")
         speed = self.r.devices[0].speed
         frame = int(np.asarray(_icmp_frame_bytes(self.v["length"])))
         self.add("ICMP on the wire", f"{speed / 1e6:g} Mbit/s Ethernet",

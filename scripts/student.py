@@ -4,11 +4,13 @@
 For every ``notebooks/NN-*.ipynb``:
 
 * ``student/NN-*.ipynb`` -- the notebook with every ``solution`` cell (the
-  cell where a student writes an answer, ``x = None``) replaced by a stub
-  that raises ``NotImplementedError`` saying what to write there, and with
-  all outputs cleared.  "Run All" stops at the first question until the
-  student has answered it.  ``notebooks/index.ipynb`` is copied alongside,
-  so the navigation links work.
+  cell where a student writes an answer, ``x = None`` in ``notebooks/``)
+  replaced by a stub that raises ``NotImplementedError`` saying what to
+  write there and that "Run Selected Cell and All Below" carries on after
+  it, and with all outputs and execution timestamps cleared.  "Run All"
+  stops at the first question until the student has answered it.
+  ``notebooks/index.ipynb`` is copied alongside, so the navigation links
+  work.
 * ``solutions/NN-*.py`` -- the answer key: for each question, in notebook
   order, a ``# %% [qid]`` cell with the code that answers it (from
   ``routelab/notebook/answers.py``).  Put a cell's code in place of the
@@ -80,9 +82,14 @@ def solution_cells(nb, stem: str) -> list[tuple[int, Question]]:
 
 
 def stub(q: Question) -> str:
-    """The code that replaces a solution cell in the student copy."""
+    """The code that replaces a solution cell in the student copy.
+
+    A stub, not ``x = None``: it stops "Run All" here until the student has
+    answered.  The comment says what to write and how to carry on.
+    """
     what = f"{q.variable} = <{q.prompt}>"
-    return (f"# Replace this cell with your answer:  {what}\n"
+    return (f"# Replace this whole cell with your answer:  {what}\n"
+            "# then carry on with Run > Run Selected Cell and All Below.\n"
             f"raise NotImplementedError({('Write your answer here: ' + what)!r})")
 
 
@@ -92,6 +99,7 @@ def student_copy(nb, stem: str):
     for i, q in solution_cells(out, stem):
         out.cells[i].source = stub(q)
     for cell in out.cells:
+        cell.metadata.pop("execution", None)       # the source run's timestamps
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
@@ -104,8 +112,9 @@ def answer_key(nb, stem: str) -> str:
     """``solutions/<stem>.py``: one ``# %% [qid] variable`` cell per question, in order."""
     lines = [f"# Answer key for notebooks/{stem}.ipynb, written by scripts/student.py from",
              "# routelab/notebook/answers.py (do not edit: edit answers.py).  Each cell below",
-             "# answers one question: put its code in place of the notebook's solution cell",
-             "# (the cell `variable = None`) and that question's check shows a tick.", ""]
+             "# answers one question: put its code in place of the question's answer cell",
+             "# (`variable = None` in notebooks/; in student/ a stub that raises",
+             "# NotImplementedError) and that question's check shows a tick.", ""]
     for _i, q in solution_cells(nb, stem):
         lines += [f"# %% [{q.qid}] {q.variable}", q.solution.strip(), ""]
     return "\n".join(lines)

@@ -83,7 +83,7 @@ def ping_readout(res: Result, journey) -> str:
             f" | one request: {journey.cpu_seconds * 1e6:.1f} µs CPU")
 
 
-def packet_journey_explorer(*, duration: float = 2.0, seed: int = 1, dpi: int = 80,
+def packet_journey_explorer(*, duration: float = 2.0, seed: int = 1, dpi: int = 100,
                             **start) -> Explorer:
     """Notebook 00's explorer: ping through a K6-200 (or another CPU) router.
 

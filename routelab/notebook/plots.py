@@ -363,7 +363,11 @@ def _alt_text(sent, rtt, journey: Journey, conditions: str) -> str:
         ping = (f"Left: no echo replies; all {rtt.size} pings lost because "
                 + _why_no_reply(journey).replace("\n", " ") + ".")
     groups = journey.by_group()
-    biggest = max(groups, key=groups.get)
-    right = (f"Right: one echo request costs {journey.cpu_seconds * 1e6:.1f} µs of CPU; the "
-             f"largest share is {_GROUP_LABELS[biggest]} ({groups[biggest]:.1f} µs).")
+    total = sum(groups.values())
+    cpu = {g: v for g, v in groups.items() if g != "wire"}
+    biggest = max(cpu, key=cpu.get)
+    right = (f"Right: one echo request spends {total:.1f} µs in the router: "
+             f"{journey.cpu_seconds * 1e6:.1f} µs of CPU, the largest CPU share "
+             f"{_GROUP_LABELS[biggest]} ({cpu[biggest]:.1f} µs), and "
+             f"{groups.get('wire', 0.0):.1f} µs on the wire.")
     return f"{conditions}. {ping} {right}"

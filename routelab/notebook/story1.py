@@ -12,8 +12,10 @@ figures next to them come from :func:`routelab.scenarios.worm.run`.
 from __future__ import annotations
 
 import html
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -55,12 +57,17 @@ __all__ = [
     "dst_gc_work",
     "queue_trials",
     "ArpWalk",
+    "FATES",
+    "cpu_busy_per_cpu",
     "arp_walkthrough",
     "arp_walk_figure",
     "arp_walk_table",
     "probe_rate",
     "STAND_IN",
     "calibration_gap",
+    "load_bands",
+    "thresh3_table",
+    "knob_bands_table",
 ]
 
 #: What Walter reported (stories.md s1, the figures marked "calibrate").
@@ -129,7 +136,7 @@ class WormFigure(LiveFigure):
         self.thresh = c.axhline(0, color=OKABE_ITO["black"], linewidth=0.8, linestyle="-.",
                                 label="gc_thresh")
         self.maxsize = c.axhline(0, color=OKABE_ITO["vermillion"], linewidth=1.0,
-                                 linestyle="-", label="max_size")
+                                 linestyle="-", label="max_size\n(when in range)")
         c.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         self.limits = c.text(0.99, 0.93, "", transform=c.transAxes, ha="right", va="top",
                              fontsize=8, color=OKABE_ITO["black"])
@@ -273,7 +280,13 @@ def worm_conditions(knobs: dict) -> str:
 
 def _worms_text(k: dict) -> str:
     h, kind = k["worm_hosts"], k["worm_kind"]
-    text = f"{h} {kind} worm host{'s' if h != 1 else ''}" if h else "no worm hosts"
+    if h and kind == "mixed":      # alternately, Welchia first (worm.py)
+        w, b = (h + 1) // 2, h // 2
+        text = (f"{w} Welchia + {b} Blaster worm hosts" if b else
+                f"{w} Welchia worm host{'s' if w != 1 else ''}")
+    else:
+        name = kind.capitalize()
+        text = f"{h} {name} worm host{'s' if h != 1 else ''}" if h else "no worm hosts"
     if h and kind != "blaster" and k.get("welchia_pps", 140.0) != 140.0:
         text += f" (Welchia at {k['welchia_pps']:g}/s)"
     if k.get("outside_welchia"):
@@ -289,29 +302,53 @@ def worm_figure(res: Result) -> WormFigure:
 
 
 def worm_readout(res: Result) -> str:
-    """The explorer's one-line readout (HTML)."""
+    """The explorer's one-line readout (HTML).
+
+    The ping median is the median *of the replies* (with most pings lost it
+    rests on a few survivors); on a multi-CPU profile the CPU figure is given
+    per CPU, since one CPU can be saturated while the average looks half idle.
+    """
     s = res.summary()
     k = res.extra["knobs"]
     if np.isfinite(s["ping_rtt_ms_p50"]):
-        ping = (f"ping p50 <b>{s['ping_rtt_ms_p50']:.1f} ms</b>, "
-                f"p95 {s['ping_rtt_ms_p95']:.1f} ms, loss {s['ping_loss_pct']:.0f} %")
+        ping = (f"ping p50 of the replies <b>{s['ping_rtt_ms_p50']:.1f} ms</b>, "
+                f"p95 {s['ping_rtt_ms_p95']:.1f} ms, loss <b>{s['ping_loss_pct']:.0f} %</b>")
     else:
         ping = "<b>no ping replies</b>"
     nc = res.counters.get("neigh", {})
     neigh = (f"neighbours max {s.get('neigh_entries_max', 0):,}, forced GC "
              f"{nc.get('forced_gc_runs', 0):,}, table full {nc.get('table_overflows', 0):,} | "
              if nc else "")
+    per_cpu = cpu_busy_per_cpu(res)
+    if per_cpu.size > 1:
+        cpu = ("CPUs <b>" + " / ".join(f"{b:.0f} %" for b in per_cpu) + "</b> busy "
+               f"(per CPU, {per_cpu.size} CPUs; softirq {s['cpu_softirq_pct']:.0f} % on average; "
+               f"top: ksoftirqd {s['cpu_ksoftirqd_pct']:.0f} %)")
+    else:
+        cpu = (f"CPU <b>{s['cpu_busy_pct']:.0f} %</b> busy ({s['cpu_softirq_pct']:.0f} % "
+               f"softirq; top: ksoftirqd {s['cpu_ksoftirqd_pct']:.0f} %)")
+    small = (" – below gc_thresh: as in the kernel, dst_alloc looks at max_size only once the "
+             "entries pass gc_thresh, so the cache still grows to gc_thresh"
+             if k["max_size"] < k["gc_thresh"] else "")
     return (f"<b>{html.escape(k['cpu'])}</b>, {html.escape(k['kernel'])}, "
-            f"{html.escape(_worms_text(k))}: {probe_rate(res):,.0f} probes/s | {ping} | CPU "
-            f"<b>{s['cpu_busy_pct']:.0f} %</b> busy ({s['cpu_softirq_pct']:.0f} % softirq; "
-            f"top: ksoftirqd {s['cpu_ksoftirqd_pct']:.0f} %) | "
+            f"{html.escape(_worms_text(k))}: {probe_rate(res):,.0f} probes/s reach the router | "
+            f"{ping} | {cpu} | "
             f"entries max {s['route_cache_entries_max']:,} (gc_thresh {k['gc_thresh']:,}, "
-            f"max_size {k['max_size']:,}) | {neigh}GC {s['gc_total']:,} calls, "
+            f"max_size {k['max_size']:,}{small}) | {neigh}GC {s['gc_total']:,} calls, "
             f"{s['gc_ignored']:,} skipped (gc_min_interval {k['gc_min_interval']:g} s) | "
             f"overflows {s['gc_dst_overflow']:,} | garbage max {s['dst_garbage_max']:,}")
 
 
-def worm_explorer(*, duration: float = 6.0, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+def cpu_busy_per_cpu(res: Result) -> np.ndarray:
+    """Busy share of each CPU over the run [%]: softirq and hard-IRQ work."""
+    c = res.cpu
+    if "softirq" not in c or np.ndim(c["softirq"]) != 2:
+        return np.asarray([res.summary()["cpu_busy_pct"]])
+    busy = np.asarray(c["softirq"], dtype=float) + np.asarray(c["irq"], dtype=float)
+    return 100.0 * busy.mean(axis=1)
+
+
+def worm_explorer(*, duration: float = 6.0, seed: int = 1, dpi: int = 100, **start) -> Explorer:
     """Notebook 01's explorer: the worm scenario with its main knobs.
 
     Controls: worm hosts and kind, Welchia's rate, scanners outside, what the
@@ -319,9 +356,9 @@ def worm_explorer(*, duration: float = 6.0, seed: int = 1, dpi: int = 64, **star
     ``gc_thresh``, ``max_size``, ``gc_min_interval`` and the window.  Each
     change re-runs :func:`routelab.scenarios.worm.run` for the window's
     simulated seconds (``duration`` = 6 s by default: long enough for
-    unanswered ARP to time out, 3 s, and the neighbour table to fill; 2.6.1's
-    RCU backlog reaches ``max_size`` only after 7-10 s at the stand-in load,
-    so the window goes up to 12 s) and redraws the four panels.  The cache sliders start at
+    unanswered ARP to time out, 3 s, and the neighbour table to fill; up to
+    12 s for slower effects such as the no-cache kernel's garbage list) and
+    redraws the four panels.  The cache sliders start at
     the kernel's defaults for the scenario's 128 MB (1024 buckets): 1024,
     16384, 0.5 s.
     """
@@ -523,9 +560,11 @@ def sweep_figure(sw: Sweep, *, sourced_pps: float | None = None):
                  f"{k.get('worm_hosts', 3)} worm hosts, {sw.knob} swept "
                  f"({sw.values.min():g}-{sw.values.max():g})")
     knee = int(np.argmax(sw.p50 > 5.0)) if (sw.p50 > 5.0).any() else None
+    flat = sw.p50[:knee] if knee else sw.p50[:1]
+    lo, hi = float(np.min(flat)), float(np.max(flat))
+    stays = f"near {lo:.1f} ms" if hi - lo < 0.15 else f"between {lo:.1f} and {hi:.1f} ms"
     alt = (f"Two panels against the worm probe rate, {x.min():,.0f} to {x.max():,.0f} probes "
-           f"per second. Left, on a logarithmic axis: the median ping stays near "
-           f"{sw.p50[0]:.1f} ms")
+           f"per second. Left, on a logarithmic axis: the median ping stays {stays}")
     if knee is not None:
         alt += (f" up to about {x[knee - 1] if knee else x[0]:,.0f} probes/s, then jumps to "
                 f"{sw.p50[knee]:.0f} ms at {x[knee]:,.0f} probes/s, where the CPU is "
@@ -623,6 +662,16 @@ def queue_trials(queues, *, uplink_mbps: float = 3.0, worm_hosts: int = 1,
 
 # -- one packet to an on-link address nobody has: the neighbour layer step by step ----------
 
+#: What happened to a probe, for students (the model's outcome codes are in dropreason.py).
+FATES = {
+    "drop_arp_queue": "pushed out of the full queue",
+    "drop_neigh_failed": "dropped with an ICMP host unreachable when the entry failed",
+    "drop_neigh_overflow": "dropped: neighbour table full",
+    "held_neigh": "still queued when the run ended",
+    "tx": "sent",
+}
+
+
 @dataclass
 class ArpWalk:
     """What the router did with a few probes to one dead on-link address.
@@ -643,6 +692,11 @@ class ArpWalk:
     retrans_time: float
     mcast_solicit: int
     ucast_solicit: int
+
+    @property
+    def fates(self) -> list[str]:
+        """The fate of each probe in plain words (``outcomes`` holds the model's codes)."""
+        return [FATES.get(o, o) for o in self.outcomes]
 
     def times(self, event: str) -> list[float]:
         """When ``event`` happened (seconds)."""
@@ -807,3 +861,58 @@ def arp_walk_figure(w: ArpWalk):
            f"the route-cache entry expired. Bottom: the queue length steps up to "
            f"{int(n.max())} and falls to 0 at {failed:.1f} s.")
     return fig, alt
+
+
+# -- the calibration's bands (docs/calibration-story1.md, benchmarks/bands_story1.py) ------
+
+BANDS_JSON = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "bands_story1.json"
+
+
+def load_bands(path: Path | str | None = None) -> dict:
+    """The stored results of ``benchmarks/bands_story1.py`` (run over minutes, not here).
+
+    Keys: ``frozen`` (the calibration's set-up), ``sourced`` and ``stand_in``
+    (steady-state figures per set-up member), ``bands`` (each prediction's
+    runs over seeds and set-up ranges, with a verdict per run and
+    ``answer_at_stand_in``).
+    """
+    with open(path or BANDS_JSON, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def thresh3_table(bands: dict) -> str:
+    """Sourced load and stand-in per neighbour-table limit (``gc_thresh3``), from the bands."""
+    src, std = bands["sourced"], bands["stand_in"]
+    names = [k for k in src if k.startswith("neigh_gc_thresh3=")]
+    names.sort(key=lambda k: int(k.split("=")[1]))
+    head = (f"{'gc_thresh3':>10} {'fills in':>9} {'CPU':>5} {'ping p50':>9} | "
+            f"{'scanners to saturate':>20} {'ping p50':>9} {'loss':>5}")
+    out = [head, "-" * len(head)]
+    frozen_t3 = bands["frozen"].get("neigh_gc_thresh3")
+    rows = [(int(k.split("=")[1]), k) for k in names] + [(frozen_t3, "frozen")]
+    for t3, k in sorted(rows):
+        a, b = src[k], std.get(k, {})
+        label = f"{t3:,}" + (" *" if k == "frozen" else "")
+        out.append(f"{label:>10} {a.get('fill_s', float('nan')):>8.0f}s {a['busy_pct']:>4.0f}% "
+                   f"{a['ping_p50_ms']:>9.1f} | {b.get('outside_welchia', 0):>20} "
+                   f"{b.get('ping_p50_ms', float('nan')):>9.0f} {b.get('ping_loss_pct', 0):>4.0f}%")
+    out.append(f"(3 worm hosts at their sourced rates, steady state after "
+               f"{bands.get('t0_sourced_s', 60):g} s; stand-in: the fewest outside scanners "
+               f"that saturate the K6; ping in ms; * the calibration's frozen set-up, "
+               f"gc_thresh3 {frozen_t3:,})")
+    return "\n".join(out)
+
+
+def knob_bands_table(bands: dict) -> str:
+    """Each prediction's verdicts over the bands' runs, and the answer they add up to."""
+    from collections import Counter
+
+    head = f"{'setting':<44} {'answer':<11} runs"
+    out = [head, "-" * (len(head) + 24)]
+    for name, b in bands["bands"].items():
+        c = Counter(r["verdict"] for r in b["runs"])
+        runs = ", ".join(f"{v} {n}" for v, n in c.most_common())
+        out.append(f"{name:<44} {b['answer_at_stand_in']:<11} {runs}")
+    out.append("(verdicts against the same set-up without the change, each at its own "
+               "stand-in load; seeds 1-5 at the frozen set-up and each set-up range's ends)")
+    return "\n".join(out)

@@ -10,18 +10,30 @@ kernel.md s4).  The model's figures come from
 from __future__ import annotations
 
 import html
+import json
+from pathlib import Path
 
 import numpy as np
 
 from ..core.sched import effective_prio
 from ..result import Result
 from ..scenarios import rcu
-from .plots import CACHE_SERIES, OKABE_ITO, BlitRenderer, LiveFigure, new_figure, nice_ceiling
+from .plots import (
+    CACHE_SERIES,
+    OKABE_ITO,
+    BlitRenderer,
+    LiveFigure,
+    fit_title,
+    new_figure,
+    nice_ceiling,
+)
 from .widgets import Explorer, control_for
 
 __all__ = [
     "REPORT",
     "REPORT_S",
+    "bands_table",
+    "load_bands",
     "VARIANTS",
     "RcuFigure",
     "compare_variants",
@@ -34,6 +46,8 @@ __all__ = [
     "rcu_readout",
     "run_with_progress",
     "sleepers_table",
+    "runqueue_figure",
+    "stall_overlap",
     "stalls_figure",
     "tasks_figure",
     "tasks_table",
@@ -296,33 +310,124 @@ def tasks_figure(res: Result, cpu: int = 0):
 
 def stalls_figure(results: dict):
     """Per run and CPU, every stretch of at least 50 ms in which the gettimeofday
-    loop did not run (``{label: Result}``); returns ``(fig, alt)``."""
+    loop did not run (``{label: Result}``); returns ``(fig, alt)``.
+
+    The plot area has the same width, margins and time axis as
+    :class:`RcuFigure` (8.6 in, plot from 10 % to 76 %, the run's labels in a
+    legend on the right), so the two figures line up when one is shown
+    above the other.
+    """
     rows = []
     for label, res in results.items():
         for c, st in enumerate(res.extra.get("loop_stalls", [])):
-            rows.append((f"{label}, CPU {c}", np.asarray(st).reshape(-1, 2), res.duration))
+            rows.append((label, c, np.asarray(st).reshape(-1, 2), res.duration))
     if not rows:
         raise ValueError("stalls_figure needs runs made with user_task=True")
-    fig, ax = new_figure(1, 1, size=(7.0, 0.55 * len(rows) + 1.3))
+    fig, ax = new_figure(1, 1, size=(8.6, 0.42 * len(rows) + 1.4), layout=None)
+    fig.subplots_adjust(left=0.10, right=0.76, bottom=0.9 / (0.42 * len(rows) + 1.4),
+                        top=1 - 0.45 / (0.42 * len(rows) + 1.4))
     colors = [OKABE_ITO["vermillion"], OKABE_ITO["blue"], OKABE_ITO["orange"],
               OKABE_ITO["bluish_green"], OKABE_ITO["reddish_purple"], OKABE_ITO["sky_blue"]]
-    parts = []
-    for i, (name, st, _dur) in enumerate(rows):
+    labels = list(dict.fromkeys(r[0] for r in rows))
+    parts, seen = [], set()
+    for i, (label, c, st, _dur) in enumerate(rows):
         y = len(rows) - 1 - i
+        col = colors[labels.index(label) % len(colors)]
         if st.size:
-            ax.broken_barh([tuple(r) for r in st], (y - 0.35, 0.7),
-                           facecolors=colors[(i // 2) % len(colors)], edgecolor="white",
-                           linewidth=0.6)
-            parts.append(f"{name}: {len(st)} stalls, longest {st[:, 1].max() * 1e3:,.0f} ms")
+            ax.broken_barh([tuple(r) for r in st], (y - 0.35, 0.7), facecolors=col,
+                           edgecolor="white", linewidth=0.6,
+                           label=label if label not in seen else None)
+            seen.add(label)
+            parts.append(f"{label}, CPU {c}: {len(st)} stalls, longest "
+                         f"{st[:, 1].max() * 1e3:,.0f} ms")
         else:
-            parts.append(f"{name}: none")
-    ax.set_yticks(range(len(rows)), [r[0] for r in rows][::-1], fontsize=8)
-    ax.set_xlim(0, max(r[2] for r in rows))
+            parts.append(f"{label}, CPU {c}: none")
+    ax.set_yticks(range(len(rows)), [f"CPU {r[1]}" for r in rows][::-1], fontsize=8)
+    ax.set_xlim(0, max(r[3] for r in rows))
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlabel("time [s]")
     ax.set_title("The gettimeofday loop's stalls (50 ms or longer)")
+    if seen:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
     alt = ("Timeline of the gettimeofday loop's stalls of at least 50 ms, one row per run and "
            "CPU: " + "; ".join(parts) + ".")
+    return fig, alt
+
+
+def stall_overlap(res: Result, *, stall_s: float = 0.1, gp_s: float = 0.1) -> dict:
+    """How the loop's long stalls line up with long grace periods and with overflows.
+
+    A stall of at least ``stall_s`` "meets" a long grace period if it overlaps
+    one of at least ``gp_s`` (a grace period spans ``[end - length, end]``),
+    and "meets" the full cache if it overlaps a cache sample at ``max_size``.
+    Returns counts, and the share of the run's time spent in long grace
+    periods (the overlap to expect by chance).
+    """
+    stalls = [np.asarray(st).reshape(-1, 2) for st in res.extra.get("loop_stalls", [])]
+    st = np.concatenate(stalls) if stalls else np.zeros((0, 2))
+    st = st[st[:, 1] >= stall_s]
+    ends = np.asarray(res.extra.get("grace_period_ends_s", []), dtype=float)
+    gp = np.asarray(res.extra.get("grace_periods_s", []), dtype=float)
+    keep = gp >= gp_s
+    lo, hi = ends[keep] - gp[keep], ends[keep]
+    t = np.asarray(res.cache["t"], dtype=float)
+    full_t = t[np.asarray(res.cache["entries"]) >= res.counters["dst"]["max_size"]]
+    meet_gp = sum(bool(np.any((lo < a + d) & (hi > a))) for a, d in st)
+    meet_full = sum(bool(np.any((full_t >= a) & (full_t <= a + d))) for a, d in st)
+    union = 0.0                      # time covered by long grace periods
+    last = -np.inf
+    for x0, x1 in sorted(zip(lo, hi, strict=True)):
+        x0 = max(x0, last)
+        if x1 > x0:
+            union += x1 - x0
+            last = x1
+    return {"stalls": int(len(st)), "meet_gp": int(meet_gp), "meet_full": int(meet_full),
+            "gp_share": union / res.duration if res.duration else 0.0,
+            "stall_s": stall_s, "gp_s": gp_s}
+
+
+def runqueue_figure():
+    """A small schematic of one CPU's O(1) runqueue; returns ``(fig, alt)``.
+
+    Two priority arrays, *active* and *expired*; a task whose timeslice runs
+    out moves to the expired array (an interactive one goes back to the
+    active array); when the active array is empty the two swap.  Kernel:
+    kernel/sched.c schedule, scheduler_tick (2.6.0).
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    fig, ax = new_figure(1, 1, size=(7.0, 2.8), layout=None)
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.90)
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.1, 4)
+    ax.axis("off")
+    ax.set_title("One CPU's runqueue in 2.6's O(1) scheduler")
+    for x, name in ((0.3, "active array"), (5.7, "expired array")):
+        ax.add_patch(FancyBboxPatch((x, 0.4), 4.0, 2.6, boxstyle="round,pad=0.05",
+                                    facecolor="#f4f4f4", edgecolor=OKABE_ITO["black"]))
+        ax.text(x + 2.0, 0.55, name, ha="center", fontsize=10, weight="bold")
+    chips = [(0.6, 2.1, "sleeper (interactive)", OKABE_ITO["bluish_green"]),
+             (0.6, 1.05, "ksoftirqd (nice 19, 10 ms slice)", OKABE_ITO["orange"]),
+             (6.0, 1.55, "gettimeofday loop (102 ms slice)", OKABE_ITO["sky_blue"])]
+    for x, y, label, col in chips:
+        ax.add_patch(FancyBboxPatch((x, y), 3.4, 0.62, boxstyle="round,pad=0.04",
+                                    facecolor=col, edgecolor="none"))
+        ax.text(x + 1.7, y + 0.31, label, ha="center", va="center", fontsize=8)
+    ax.add_patch(FancyArrowPatch((4.05, 1.3), (5.95, 1.8), arrowstyle="-|>", mutation_scale=12,
+                                 connectionstyle="arc3,rad=0.25", color="black"))
+    ax.text(5.0, 2.1, "slice used up", ha="center", fontsize=8)
+    ax.add_patch(FancyArrowPatch((3.9, 2.75), (1.1, 2.75), arrowstyle="-|>", mutation_scale=12,
+                                 connectionstyle="arc3,rad=0.45", color="black"))
+    ax.text(2.5, 3.55, "slice used up, but interactive: back to active", ha="center",
+            fontsize=8)
+    ax.text(5.0, 0.0, "active array empty (or EXPIRED_STARVING) → the two arrays swap",
+            ha="center", fontsize=8.5)
+    alt = ("Schematic of one CPU's runqueue in the 2.6 O(1) scheduler: two boxes, the active "
+           "array holding a sleeper (interactive) and ksoftirqd (nice 19, 10 ms slice), the "
+           "expired array holding the gettimeofday loop (102 ms slice). An arrow from the "
+           "active to the expired array reads 'slice used up'; a curved arrow inside the "
+           "active array reads 'slice used up, but interactive: back to active'. A line "
+           "below: when the active array is empty (or EXPIRED_STARVING), the two arrays swap.")
     return fig, alt
 
 
@@ -333,7 +438,7 @@ class RcuFigure(LiveFigure):
 
     def __init__(self, duration: float = 2.0, size: tuple[float, float] = (8.6, 4.6)) -> None:
         fig, (a, b) = new_figure(2, 1, size=size, layout=None,
-                                 gridspec_kw=dict(left=0.10, right=0.76, bottom=0.11, top=0.84,
+                                 gridspec_kw=dict(left=0.10, right=0.76, bottom=0.11, top=0.80,
                                                   hspace=0.5))
         self.fig, self.ax_e, self.ax_g = fig, a, b
         a.set_title("dst entries (counted against max_size)")
@@ -378,14 +483,15 @@ class RcuFigure(LiveFigure):
         for ax in (self.ax_e, self.ax_g):
             ax.set_xlim(0, res.duration)
         k = res.extra["knobs"]
-        self.title.set_text(f"{k['kernel']}: {k['pps_per_port']:,.0f} pps per port, "
-                            f"{k['flows']:,} flows x {k['flow_len']} packets, "
-                            f"gc_min_interval {k['gc_min_interval']:g} s"
-                            + (f", max_size {k['max_size']:,}" if k.get("max_size") != 32_768
-                               else "")
-                            + (f", {k['sleepers']} sleepers/CPU" if k.get("sleepers") else ""))
+        fit_title(self.title, f"{k['kernel']}: {k['pps_per_port']:,.0f} pps per port, "
+                              f"{k['flows']:,} flows x {k['flow_len']} packets, "
+                              f"gc_min_interval {k['gc_min_interval']:g} s"
+                              + (f", max_size {k['max_size']:,}" if k.get("max_size") != 32_768
+                                 else "")
+                              + (f", {k['sleepers']} sleepers/CPU" if k.get("sleepers")
+                                 else ""))
         s = res.summary()
-        self._alt = (f"{self.title.get_text()}. Top: dst entries peak at "
+        self._alt = (f"{self.title.get_text().replace(chr(10), ' ')}. Top: dst entries peak at "
                      f"{s['route_cache_entries_max']:,} (max_size {ms:,}); up to "
                      f"{s['rcu_pending_max']:,} wait for RCU. Bottom: {gp.size:,} grace periods, "
                      + (f"median {np.median(gp):.1f} ms, longest {gp.max():.0f} ms."
@@ -411,19 +517,21 @@ def rcu_readout(res: Result) -> str:
             f"<b>{s['user_max_delay_s'] * 1e3:.0f} ms</b>")
 
 
-def rcu_explorer(*, duration: float = 0.15, seed: int = 1, dpi: int = 64, **start) -> Explorer:
+def rcu_explorer(*, duration: float = 0.6, seed: int = 1, dpi: int = 100, **start) -> Explorer:
     """Notebook 02's explorer: the flood with its main knobs, re-simulated per move.
 
     Controls: offered rate per port, flows, flow length, ``gc_min_interval``,
     ``max_size`` (the RAM rule's 32,768 by default; 262,144 is what Olsson once
     said /proc showed), kernel (RCU variant), mostly-sleeping other tasks per
-    CPU (their stalls of the loop need a window of a few seconds), and the
-    simulated window.  The default window,
-    ``duration`` = 0.15 s, keeps a move under about half a second on a
-    Binder-class CPU (``benchmarks/bench_sliders.py``) but shows mostly the
-    cache filling up; a 1-2 s window shows the steady state at about 0.7-1.3 s
-    per move (measured here).
+    CPU, and the simulated window.  It starts at a 0.6-s window with flows
+    of 8 packets (``start`` may name other values): a little more churn than
+    Olsson's 10, so the cache overflows within the window and every control
+    changes the numbers at once (``gc_min_interval`` between 0 and the rest;
+    1 and 2 s differ only in windows of several seconds); a move costs about
+    0.2-0.3 s of CPU (``benchmarks/bench_sliders.py``; wall time grows with
+    the machine's load).
     """
+    start.setdefault("flow_len", 8)
     K = rcu.KNOBS
     controls = [
         control_for(K["pps_per_port"], description="offered per port", min=10_000.0,
@@ -476,3 +584,43 @@ def run_with_progress(description: str = "simulating", **knobs) -> Result:
     bar.value, bar.bar_style = 1.0, "success"
     label.value = "done"
     return res
+
+
+# -- the calibration's prediction bands (docs/calibration-story2.md) -----------------------
+
+BANDS_JSON = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "bands_story2.json"
+
+_BAND_FIGURES = (("overflows_per_s", "overflows/s", "{:,.0f}"),
+                 ("throughput_kpps", "kpps", "{:,.0f}"),
+                 ("user_max_delay_s", "loop delay s", "{:.2f}"),
+                 ("rcu_grace_ms_max", "GP max ms", "{:,.0f}"))
+
+
+def load_bands(path: Path | str | None = None) -> dict:
+    """The stored results of ``benchmarks/bands_story2.py`` (about ten minutes of runs).
+
+    ``predictions[name]["figures"][figure]`` holds ``band`` (the predicted
+    range), ``delta_band`` (predicted minus vanilla, run by run) and
+    ``direction`` ("down", "up", "none", "down/none", "up/none", "undecided").
+    """
+    with open(path or BANDS_JSON, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def bands_table(bands: dict) -> str:
+    """Each prediction's change against vanilla 2.6.0, as a range over the bands' runs."""
+    head = f"{'kernel':<32} {'figure':<13} {'change against vanilla':>26}  direction"
+    out = [head, "-" * (len(head) + 4)]
+    for name, p in bands["predictions"].items():
+        for key, label, fmt in _BAND_FIGURES:
+            fig = p["figures"].get(key)
+            if not fig:
+                continue
+            lo, hi = fig["delta_band"]
+            rng = f"{fmt.format(lo)} to {fmt.format(hi)}"
+            out.append(f"{name:<32} {label:<13} {rng:>26}  {fig['direction']}")
+    m = bands.get("meta", {})
+    out.append(f"({m.get('duration_s', 8):g}-s runs: seeds "
+               f"{'-'.join(str(x) for x in m.get('seeds_calibration', [1, 5])[::4])} at the "
+               f"calibration, and each end of every set-up range at seed 1)")
+    return "\n".join(out)

@@ -162,6 +162,16 @@ class Explorer:
             w.observe(self._on_change, names="value")
         self.redraw()
 
+    @property
+    def css_width(self) -> int:
+        """The figure's width on the page [CSS px]: its inches at 100 px per inch.
+
+        Rendered at ``dpi`` >= 100 the PNG has at least one pixel per CSS
+        pixel, so its text stays sharp; at a lower ``dpi`` the browser
+        scales it up instead of showing it small.
+        """
+        return round(float(self.figure.get_size_inches()[0]) * 100)
+
     # -- values -------------------------------------------------------------------
     @property
     def values(self) -> dict:
@@ -231,7 +241,7 @@ class Explorer:
         self.alt = alt
         self._png = png
         self.image.value = img_html(png, alt or f"Figure of the explorer {self.title!r}; "
-                                    f"its readout: {_plain(readout)}")
+                                    f"its readout: {_plain(readout)}", width=self.css_width)
         self.description.value = (
             f"<details><summary>Figure description</summary>{html.escape(alt)}</details>"
             if alt else "")

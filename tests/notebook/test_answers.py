@@ -154,3 +154,34 @@ def test_texts_say_what_to_write_without_the_answer(nb, qid):
     assert q.prompt and q.hint and q.explanation
     assert "expected" not in _fields(q.hint), "a hint must not quote the answer"
     assert q.variable not in q.prompt
+
+
+def test_small_cache_is_judged_by_median_and_loss():
+    from routelab.notebook.answers import SMALL_CACHE, _small_verdict
+
+    base = {"ping_rtt_ms_p50": 112.0, "ping_loss_pct": 42.0}
+    assert _small_verdict(base, {"ping_rtt_ms_p50": 1.2, "ping_loss_pct": 92.0}) == SMALL_CACHE[2]
+    assert _small_verdict(base, {"ping_rtt_ms_p50": 1.2, "ping_loss_pct": 40.0}) == SMALL_CACHE[0]
+    assert _small_verdict(base, {"ping_rtt_ms_p50": 300.0, "ping_loss_pct": 40.0}) == \
+        SMALL_CACHE[3]
+    assert _small_verdict(base, {"ping_rtt_ms_p50": 110.0, "ping_loss_pct": 44.0}) == \
+        SMALL_CACHE[1]
+
+
+def test_worm_misses_explanation_never_explains_a_negative_surplus_as_replies():
+    from routelab.notebook.answers import _extra_misses
+
+    class Run:
+        def __init__(self, misses, probes):
+            self._s = {"in_slow_tot": misses}
+            self.duration = 10.0
+            self.packets = {"kind": __import__("numpy").array([1] * probes)}
+            self.offered = probes
+
+        def summary(self):
+            return self._s
+
+    fewer = _extra_misses(Run(0, 0), Run(1330, 1400))
+    assert fewer["surplus"] < 0 and "answers" not in fewer["rest"]
+    more = _extra_misses(Run(0, 0), Run(1500, 1400))
+    assert more["surplus"] > 0 and "answers" in more["rest"]

@@ -45,7 +45,7 @@ def test_worm_figure_updates_in_place_with_alt_text(one_worm):
     f.update(one_worm)
     png1 = f.render_png(50)
     assert png1.startswith(PNG_SIGNATURE)
-    assert "1 mixed worm host" in f.alt and "dst entries peak" in f.alt
+    assert "1 Welchia worm host" in f.alt and "dst entries peak" in f.alt
     assert "neighbour table peaks" in f.alt
     # the same artists, new data
     line = f.entries
@@ -162,10 +162,11 @@ def test_saturated_261_still_ends_grace_periods():
 
 
 def test_kernel_20_keeps_the_ping_low_under_the_worms():
-    # 2.0's own 256-entry route cache always evicts and never refuses: its GC
-    # costs CPU (about half of the K6 at the stand-in load) but never stalls
-    s = worm.run(kernel="2.0", duration=3.0, seed=1, **STAND_IN).summary()
-    assert s["ping_rtt_ms_p50"] < 2.0 and s["cpu_busy_pct"] < 70
+    # 2.0's own 256-entry route cache always evicts and never refuses: its GC and
+    # ARP walks cost CPU (about 70 % of the K6 at the stand-in load, as notebook
+    # 01's 10-s run shows) but it does not saturate, and the ping stays at 1-2 ms
+    s = worm.run(kernel="2.0", duration=10.0, seed=1, **STAND_IN).summary()
+    assert s["ping_rtt_ms_p50"] < 2.0 and s["cpu_busy_pct"] < 85
 
 
 def test_uplink_knob_is_validated():
@@ -255,3 +256,45 @@ def test_probe_rate_counts_inside_and_outside_scanners():
                             duration=2.0, seed=1))
     # 2 x 140 echoes/s, plus one SYN to each host that answered an echo
     assert 270 <= a <= 2 * 280 and b > a + 200
+
+
+def test_readout_gives_the_median_of_the_replies_and_each_cpu():
+    from routelab.notebook.story1 import cpu_busy_per_cpu
+
+    one = worm.run(worm_hosts=1, duration=3.0, seed=1)
+    text = worm_readout(one)
+    assert "p50 of the replies" in text and "reach the router" in text
+    assert cpu_busy_per_cpu(one).size == 1
+    dual = worm.run(cpu="p4-xeon-2400x2", outside_welchia=30, duration=3.0, seed=1)
+    per = cpu_busy_per_cpu(dual)
+    assert per.size == 2
+    assert per.mean() == pytest.approx(dual.summary()["cpu_busy_pct"], abs=0.5)
+    assert "per CPU" in worm_readout(dual)
+    assert max(per) > 80 > dual.summary()["cpu_busy_pct"]   # one CPU saturated, average not
+
+
+def test_readout_notes_a_max_size_below_gc_thresh():
+    res = worm.run(duration=3.0, seed=1, max_size=256)
+    assert "below gc_thresh" in worm_readout(res)
+    assert "below gc_thresh" not in worm_readout(worm.run(duration=3.0, seed=1))
+
+
+def test_mixed_hosts_are_named_by_worm(one_worm):
+    from routelab.notebook.story1 import _worms_text
+
+    assert _worms_text({"worm_hosts": 3, "worm_kind": "mixed"}) == \
+        "2 Welchia + 1 Blaster worm hosts"
+    assert _worms_text({"worm_hosts": 1, "worm_kind": "mixed"}) == "1 Welchia worm host"
+    assert _worms_text({"worm_hosts": 2, "worm_kind": "blaster"}) == "2 Blaster worm hosts"
+
+
+def test_probe_fates_are_in_words(walk):
+    assert len(walk.fates) == len(walk.outcomes)
+    assert not any(f.startswith("drop_") for f in walk.fates)
+
+
+def test_sweep_alt_quotes_the_flat_part_as_the_table_has_it():
+    sw = scan_sweep([0, 6, 9], knob="outside_welchia", worm_hosts=3, duration=4)
+    _fig, alt = sweep_figure(sw)
+    knee = int(np.argmax(sw.p50 > 5.0))
+    assert f"{max(sw.p50[:knee]):.1f}" in alt

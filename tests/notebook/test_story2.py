@@ -87,3 +87,39 @@ def test_explorer_registered_and_updates():
     assert ex.last_error is None and "2.6.0-rcu-bh" in ex.readout_text
     ex.update(flow_len="long")
     assert ex.last_error is not None and "flow_len" in ex.last_error
+
+
+def test_stalls_figure_lines_up_with_the_rcu_figure():
+    from routelab.notebook.story2 import stall_overlap, stalls_figure
+    from routelab.scenarios import rcu
+
+    res = rcu.run(seed=1, duration=0.6, flow_len=4)
+    fig, alt = stalls_figure({"run": res})
+    top = RcuFigure(duration=res.duration)
+    top.update(res)
+    a, b = fig.axes[0].get_position(), top.ax_e.get_position()
+    assert (a.x0, a.x1) == pytest.approx((b.x0, b.x1))
+    assert fig.get_size_inches()[0] == pytest.approx(top.fig.get_size_inches()[0])
+    assert fig.axes[0].get_xlim() == top.ax_e.get_xlim()
+    assert "CPU 0" in alt
+    ov = stall_overlap(res, stall_s=0.05, gp_s=0.05)
+    assert 0 <= ov["meet_gp"] <= ov["stalls"] and 0 <= ov["gp_share"] <= 1
+
+
+def test_runqueue_figure_has_alt_text():
+    from routelab.notebook.story2 import runqueue_figure
+
+    fig, alt = runqueue_figure()
+    assert "expired array" in alt and "swap" in alt
+    assert fig.get_size_inches()[0] <= 8
+
+
+def test_explorer_default_shows_overflows_and_a_whole_title():
+    ex = rcu_explorer()
+    assert ex.values["duration"] == 0.6 and ex.values["flow_len"] == 8
+    assert "dst overflows 0 " not in ex.readout_text
+    ex.update(max_size=262_144, sleepers=4)
+    fig = ex.figure
+    title = fig._suptitle
+    box = title.get_window_extent(fig.canvas.get_renderer())
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width     # not clipped at either end
