@@ -5,9 +5,9 @@ Notebook 02's "where is the cliff" section reads the result
 the route-cache DoS of the rcu scenario (pktgen into both ports of the dual
 P4 Xeon, a gettimeofday loop on each CPU), 2 simulated seconds per run -- long
 enough for the grace periods to settle, far shorter than the notebook's
-35-second floods, so the dst-cache overflow itself does not appear here --
-at nine rates per port on four kernels: 2.6.0, the two rcu-softirq patches and
-2.6.1.  Usage (about 2 minutes on 2 cores):
+35-second floods, so the dst-cache overflows that dominate those appear here
+only as a few hundred at the highest rates -- at nine rates per port on four
+kernels: 2.6.0, the two rcu-softirq patches and 2.6.1.  Usage (about 2 minutes on 2 cores):
 
     PYTHONPATH=. python benchmarks/sweep_story2.py [--save] [--scheduler tcp://HOST:PORT]
 """

@@ -74,6 +74,24 @@ def test_the_cliffs_the_notebook_sections_describe():
     assert c1["2.0"] is None or c1["2.0"] > c1["2.4.24"]   # ... later or never on 2.0
     c2 = sweeps.cliff(sweeps.load(2), "rcu_grace_ms_p95", "pps_per_port", "kernel", 20)
     assert c2["2.6.0-rcu-bh"] is None and c2["2.6.0"] is not None
+    # notebook 01 reads the loss map too: the no-cache patch loses pings long before
+    # 2.4.24's replies slow down, and 2.0 goes bad last
+    loss = sweeps.cliff(sweeps.load(1), "ping_loss_pct", "outside_welchia", "kernel", 5)
+    assert loss["2.4.24-nocache"] is not None and loss["2.4.24-nocache"] < c1["2.4.24"]
+    # notebook 02: the CPUs saturate at the same rate whatever the kernel's RCU
+    busy = sweeps.cliff(sweeps.load(2), "cpu_busy_pct", "pps_per_port", "kernel", 90)
+    assert len(set(busy.values())) == 1 and None not in busy.values()
+
+
+def test_cliff_questions_are_answered_from_the_stored_tables():
+    from routelab.notebook import answers
+
+    q1 = answers._cliff_kernel(sweeps.load(1))
+    assert q1["expected"] == "2.0" and "2.4.24-nocache: from" in q1["said"]
+    t2 = sweeps.load(2)
+    assert answers._short_grace(t2)["expected"] == "both patches"
+    d = answers._drop_move(t2)
+    assert d["expected"] == "no, the same rate" and d["missed"] > 100 * d["overflows"]
 
 
 def test_heatmap_is_labelled_and_described():

@@ -294,6 +294,35 @@ def _duron_scanners(stand_in: dict) -> dict:
     return {"expected": hi, "busy": busy, "start": start}
 
 
+def _bad_from(table, p50_ms: float = 10.0, loss_pct: float = 5.0) -> dict:
+    """Per kernel, the first outside-scanner count where the ping goes bad, or None."""
+    xs, ys, p50 = table.pivot("ping_rtt_ms_p50", "outside_welchia", "kernel")
+    _, _, loss = table.pivot("ping_loss_pct", "outside_welchia", "kernel")
+    out = {}
+    for k, med, lost in zip(ys, p50, loss, strict=True):
+        bad = [x for x, m, lo in zip(xs, med, lost, strict=True)
+               if not math.isfinite(m) or m > p50_ms or lo > loss_pct]
+        out[k] = bad[0] if bad else None
+    return out
+
+
+def _cliff_kernel(table) -> dict:
+    first = _bad_from(table)
+    top = max(table.grid["outside_welchia"]) + 1
+    rank = {k: (top if v is None else v) for k, v in first.items()}
+    best = max(rank.values())
+    winners = [k for k, v in rank.items() if v == best]
+    expected = winners[0] if len(winners) == 1 else "no one kernel: a tie"
+    said = "; ".join(f"{k}: {'never' if v is None else f'from {v:g}'}" for k, v in first.items())
+    nc = first.get("2.4.24-nocache")
+    return {"expected": expected, "said": said,
+            "nc_from": "never" if nc is None else f"{nc:g}",
+            "k24": first.get("2.4.24"), "k20": first.get("2.0")}
+
+
+CLIFF_KERNELS = ("2.0", "2.4.24", "2.6.0", "2.4.24-nocache", "no one kernel: a tie")
+
+
 _Q01 = (
     Question(
         "01-worm-cache-thrash", "worm-misses", "extra_misses_per_s",
@@ -369,6 +398,23 @@ _Q01 = (
                     "because the router drops so much that little waits ahead of them: a fast "
                     "median of a few survivors is not a better router.",
         solution='small_cache = "c"   # at max_size every allocation runs GC, then fails'),
+    Question(
+        "01-worm-cache-thrash", "cliff-kernel", "longest_kernel",
+        "one of the five answers, as its text or its letter",
+        _cliff_kernel, choices=CLIFF_KERNELS,
+        hint="A ping goes bad in two ways: its reply comes late, or it never comes. Which "
+             "kernel loses pings while its replies stay fast (section 9), and which "
+             "one never refuses a new route or neighbour (section 10)?",
+        explanation="where the ping first goes bad (median of the replies over 10 ms, or more "
+                    "than 5 % lost), by kernel: {said}. Kernel 2.0 never refuses an entry "
+                    "and its cache stays at 256, so the scanning costs it CPU time only, and it "
+                    "runs out of CPU last. 2.4.24 and 2.6.0 fall together, once the futile "
+                    "neighbour walks saturate the K6. The no-cache patch keeps its replies "
+                    "fast, but from {nc_from} outside scanners it loses pings: with nothing "
+                    "cached, the neighbour entries of real hosts and of the gateway are held "
+                    "only while a packet is in flight, and the forced GC frees them. A fast "
+                    "median says nothing about the pings that never came back.",
+        solution='longest_kernel = "2.0"   # never refuses an entry; nocache loses pings early'),
     Question(
         "01-worm-cache-thrash", "ex1-walks", "walks_per_s",
         "a number: forced GC walks per second that would take all of the K6's time",
@@ -477,6 +523,59 @@ def _max_gp(run) -> dict:
             "share": hashed / max_size}
 
 
+GRACE_KERNELS = ("none of them", "only call_rcu_bh", "both patches", "both patches and 2.6.1",
+                 "all four")
+DROP_MOVE = ("to a higher rate", "no, the same rate", "to a lower rate")
+
+
+def _short_grace(table, ms: float = 30.0) -> dict:
+    from .sweeps import cliff
+
+    c = cliff(table, "rcu_grace_ms_p95", "pps_per_port", "kernel", ms)
+    short = {k for k, v in c.items() if v is None}
+    sets = {GRACE_KERNELS[0]: set(), GRACE_KERNELS[1]: {"2.6.0-rcu-bh"},
+            GRACE_KERNELS[2]: {"2.6.0-rcu-iter", "2.6.0-rcu-bh"},
+            GRACE_KERNELS[3]: {"2.6.0-rcu-iter", "2.6.0-rcu-bh", "2.6.1"},
+            GRACE_KERNELS[4]: set(c)}
+    name = next((n for n, ks in sets.items() if ks == short), None)
+    if name is None:
+        raise ValueError(f"kernels with short grace periods {sorted(short)} match no answer")
+    xs, ys, grid = table.pivot("rcu_grace_ms_p95", "pps_per_port", "kernel")
+    row = dict(zip(ys, grid, strict=True))
+    top = max(xs)
+    return {"expected": name, "v_top": row["2.6.0"][-1], "bh_top": row["2.6.0-rcu-bh"][-1],
+            "iter_top": row["2.6.0-rcu-iter"][-1], "top": top / 1e3,
+            "from": (c["2.6.0"] or top) / 1e3}
+
+
+def _first_drops(table, kernel: str, share: float = 0.001):
+    xs, ys, drop = table.pivot("dropped_packets", "pps_per_port", "kernel")
+    _, _, offered = table.pivot("offered_packets", "pps_per_port", "kernel")
+    i = list(ys).index(kernel)
+    over = [x for x, d, o in zip(xs, drop[i], offered[i], strict=True) if d > share * o]
+    return over[0] if over else None
+
+
+def _drop_move(table) -> dict:
+    v = _first_drops(table, "2.6.0")
+    moved = [_first_drops(table, k) for k in ("2.6.0-rcu-iter", "2.6.0-rcu-bh")]
+    inf = float("inf")
+    vv = inf if v is None else v
+    mm = [inf if m is None else m for m in moved]
+    expected = (DROP_MOVE[0] if all(m > vv for m in mm) else
+                DROP_MOVE[2] if all(m < vv for m in mm) else DROP_MOVE[1])
+    xs, ys, busy = table.pivot("cpu_busy_pct", "pps_per_port", "kernel")
+    row = dict(zip(ys, busy, strict=True))["2.6.0"]
+    at = list(xs).index(v) if v is not None else len(xs) - 1
+    _, _, missed = table.pivot("drop_rx_missed", "pps_per_port", "kernel")
+    _, _, over = table.pivot("gc_dst_overflow", "pps_per_port", "kernel")
+    i = list(ys).index("2.6.0")
+    return {"expected": expected, "from": (vv if v is not None else max(xs)) / 1e3,
+            "busy": row[at], "top": max(xs) / 1e3, "missed": missed[i][-1],
+            "overflows": max(over[i]), "first_over": next(
+                (x / 1e3 for x, o in zip(xs, over[i], strict=True) if o > 0), max(xs) / 1e3)}
+
+
 _Q02 = (
     Question(
         "02-rcu-softirq-latency", "full-load", "full_load",
@@ -531,6 +630,36 @@ _Q02 = (
         explanation="the worst delay is {vanilla_ms:.0f} ms on vanilla 2.6.0 and {bh_ms:.0f} ms "
                     "with call_rcu_bh: {why}",
         solution='user_delay_bh = "a"   # the futile GC passes of the overflowing cache stop'),
+    Question(
+        "02-rcu-softirq-latency", "short-grace", "short_grace",
+        "one of the five answers, as its text or its letter",
+        _short_grace, choices=GRACE_KERNELS,
+        hint="What must each CPU pass through before a grace period can end, under each "
+             "kernel's rules, when softirq work fills it? (2.6.1 changed how long ksoftirqd "
+             "may run, nothing in RCU.)",
+        explanation="at {top:.0f}k packets per second per port the 95th-percentile grace "
+                    "period is {v_top:.0f} ms on 2.6.0 (over 30 ms from {from:.0f}k), "
+                    "{iter_top:.0f} ms with the rcu-iter patch and {bh_top:.0f} ms with "
+                    "call_rcu_bh. Once the flood saturates the CPUs, vanilla 2.6.0 waits for "
+                    "context switches or user-mode ticks that rarely come; both patches let the "
+                    "softirq's own progress count, so the grace periods end inside the flood. "
+                    "2.6.1 has 2.6.0's RCU and behaves the same.",
+        solution='short_grace = "c"   # both patches count the softirq\'s progress; 2.6.1 not'),
+    Question(
+        "02-rcu-softirq-latency", "drop-move", "drop_move",
+        "one of the three answers, as its text or its letter",
+        _drop_move, choices=DROP_MOVE,
+        hint="In two seconds, is what drops the packets the dst cache running out of room, "
+             "or the CPUs running out of time? Which of the two does a patch to RCU change?",
+        explanation="every kernel starts to drop at {from:.0f}k per port, where the CPUs are "
+                    "{busy:.0f} % busy. The drops are frames the CPUs had no time to take off "
+                    "the cards' receive rings ({missed:,.0f} at {top:.0f}k on 2.6.0), and a "
+                    "patch to RCU gives the CPUs no more time. In two seconds 2.6.0's cache "
+                    "reaches max_size only from {first_over:.0f}k, and then only a few hundred "
+                    "times ({overflows:,.0f} at most). The patches pay off over the "
+                    "35-second floods of section 4, where long grace periods fill the cache "
+                    "with dead entries and allocations fail by the thousand.",
+        solution='drop_move = "b"   # the CPUs saturate at the same rate'),
     Question(
         "02-rcu-softirq-latency", "ex1-new-entries", "new_entries_per_s",
         "a number: new route-cache entries per second, both ports together",
