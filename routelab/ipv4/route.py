@@ -67,7 +67,8 @@ STAT_FIELDS = ("entries", "in_hit", "in_slow_tot", "in_slow_mc", "in_no_route", 
  S_IN_MARTIAN_SRC, S_OUT_HIT, S_OUT_SLOW_TOT, S_OUT_SLOW_MC, S_GC_TOTAL, S_GC_IGNORED,
  S_GC_GOAL_MISS, S_GC_DST_OVERFLOW, S_IN_HLIST_SEARCH, S_OUT_HLIST_SEARCH) = range(17)
 
-PAGE_SIZE = 4096
+PAGE_SHIFT = 12
+PAGE_SIZE = 1 << PAGE_SHIFT   # i386
 BUCKET_BYTES = 8          # chain pointer + lock, 8-byte aligned on 32-bit (kernel.md s1)
 JHASH_GOLDEN_RATIO = 0x9E3779B9
 
@@ -75,19 +76,28 @@ JHASH_GOLDEN_RATIO = 0x9E3779B9
 def rt_hash_size(ram_mb: int, rhash_entries: int | None = None) -> int:
     """Number of route-cache hash buckets, as ``ip_rt_init`` sizes them.
 
-    Kernel: net/ipv4/route.c ip_rt_init (2.4.22, 2.6.11): about RAM/16384
-    bytes of table, rounded up to a power-of-two number of pages, 8 bytes a
-    bucket.  ``rhash_entries`` (boot parameter) overrides, rounded down to a
-    power of two.
+    Kernel: net/ipv4/route.c ip_rt_init (2.4.24, 2.6.0; linux-history).  The
+    goal is one page of table per 64 MB of RAM, counted in whole pages:
+    ``num_physpages >> (26 - PAGE_SHIFT)``, so the division rounds *down*
+    (a 127 MB box asks for one page, a 128 MB box for two); the table is
+    then the smallest power-of-two number of pages that reaches the goal,
+    and ``struct rt_hash_bucket`` (a chain pointer and a lock, aligned to 8)
+    is 8 bytes.  The model's ``num_physpages`` is ``ram_mb`` whole
+    megabytes; a real "128 MB" PC whose firmware keeps the top few pages
+    counts fewer (set ``ram_mb=127`` for it, 512 buckets).  ``rhash_entries``
+    (a later boot parameter, not in these trees) overrides, rounded down to
+    a power of two.  The allocation-failure retry at a smaller order is not
+    modelled.
 
-    >>> rt_hash_size(256)
-    2048
+    >>> rt_hash_size(256), rt_hash_size(128), rt_hash_size(127)
+    (2048, 1024, 512)
     """
     if rhash_entries:
         return 1 << (int(rhash_entries).bit_length() - 1)
-    goal = ram_mb * (1 << 20) // 16384
+    num_physpages = int(ram_mb) << (20 - PAGE_SHIFT)
+    goal = num_physpages >> (26 - PAGE_SHIFT)
     order = 0
-    while (PAGE_SIZE << order) < goal:
+    while (1 << order) < goal:
         order += 1
     return (PAGE_SIZE << order) // BUCKET_BYTES
 

@@ -91,7 +91,10 @@ def census_ok(cache):
     (256, None, 2048),      # kernel.md s1 example: 16 KB table, 8-byte buckets
     (64, None, 512),        # one 4 KB page
     (4, None, 512),         # never below one page
-    (100, None, 1024),      # 6,400 bytes rounded up to two pages
+    (100, None, 512),       # num_physpages >> 14 rounds down: one page asked for
+    (127, None, 512),       # a "128 MB" box that counts a few pages short
+    (128, None, 1024),      # two pages
+    (192, None, 2048),      # three pages asked for, rounded up to four
     (1024, None, 8192),
     (256, 3000, 2048),      # rhash_entries= rounds down to a power of two
     (256, 4096, 4096),
