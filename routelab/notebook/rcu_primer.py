@@ -700,7 +700,7 @@ def rcu_primer_alt(tl: RcuTimeline, upto: int | None = None) -> str:
 
 # -- explorer -------------------------------------------------------------------------
 
-def rcu_primer_explorer(*, steps: int = 200, seed: int = 0, dpi: int = 80,
+def rcu_primer_explorer(*, steps: int = 200, seed: int = 0, dpi: int = 100,
                         **start) -> Explorer:
     """Notebook 02's RCU primer: softirq load, quiescent-state rule, CPUs and a time control.
 

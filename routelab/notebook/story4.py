@@ -394,7 +394,7 @@ def container_readout(res: Result) -> str:
             f"{s['sw_checksums_per_packet']:.0f}{bad}")
 
 
-def container_explorer(*, duration: float = 0.05, seed: int = 1, dpi: int = 80,
+def container_explorer(*, duration: float = 0.05, seed: int = 1, dpi: int = 100,
                        **start) -> Explorer:
     """Notebook 04's explorer: netperf from the host or a container, live stacked profile.
 

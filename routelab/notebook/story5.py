@@ -516,7 +516,7 @@ ROUTE_OPTIONS = (10, 100, 1000, 3000)
 RP_OPTIONS = (("off (0)", 0), ("strict (1)", 1), ("loose (2)", 2))
 
 
-def diversity_explorer(*, duration: float = 0.2, seed: int = 1, dpi: int = 80,
+def diversity_explorer(*, duration: float = 0.2, seed: int = 1, dpi: int = 100,
                        **start) -> Explorer:
     """Notebook 05's explorer: the diversity scenario, one stacked bar per run.
 
