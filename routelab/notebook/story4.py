@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import html
+import textwrap
 
 import ipywidgets as W  # noqa: N812 - as in widgets.py
 import numpy as np
@@ -358,7 +359,11 @@ class ProfileBar:
             bar.set_width(val)
             left += val
         self.total.set_position((left + 0.3, 0))
-        self.total.set_text(f"{left:.2f} %")
+        s = res.summary()
+        # a collapsed transfer leaves an empty bar: say why on the figure itself
+        collapsed = (f": the transfer collapsed, {s['bad_checksums']:,} bad checksums at host B"
+                     if s["bad_checksums"] else "")
+        self.total.set_text(f"{left:.2f} %{collapsed}")
         self.ax.set_xlim(0, max(30.0, left * 1.15))
         k = res.extra["knobs"]
         # the title names the run, so a knob that moves nothing still shows it ran
@@ -366,9 +371,11 @@ class ProfileBar:
                    f"{' + TSO' if k.get('nic_tso') else ''}, send {k['send_size']:,} B")
         if k["path"] == "container":
             setting += f", cow={k['cow']}, pair {k['pair_features']}, {k['kernel']}"
-        self.fig.suptitle(f"CPU of host A: {setting}", fontsize=9)
+        # over the axes, not the figure, so that the legend on the right stays clear of it
+        self.ax.set_title(textwrap.fill(f"CPU of host A: {setting}", 80), fontsize=9)
         big = sorted(pts.items(), key=lambda kv: -kv[1])[:3]
-        self._alt = (f"Stacked bar of this run's CPU load ({setting}), {left:.2f} % of both CPUs "
+        self._alt = (f"Stacked bar of this run's CPU load ({setting}), {left:.2f} % of both CPUs"
+                     f"{collapsed} "
                      "(largest: " + ", ".join(f"{g} {p:.2f}" for g, p in big) +
                      f"), under the reported totals {REPORT['host'][1]} % (host) and "
                      f"{REPORT['container'][1]} % (container).")

@@ -14,6 +14,7 @@ from routelab.notebook.story5 import (
     SMALL_FIB,
     attack_runs,
     attack_table,
+    cache_setup,
     cost_groups,
     diversity_explorer,
     diversity_readout,
@@ -35,12 +36,14 @@ from routelab.notebook.story5 import (
 from routelab.scenarios import diversity
 
 NB = "05-route-cache-removed"
-DESTS = (1, 256, 4096, 65536)
+DESTS = (1, 256, 4096, 16384, 65536)
 
 
 @pytest.fixture(scope="module")
 def sweep():
-    return diversity_sweep(dests=DESTS, duration=0.2)
+    # the notebook's run length: shorter runs count the first miss to each destination
+    # against a cache that holds them all, and move the crossover (question 3)
+    return diversity_sweep(dests=DESTS)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +114,21 @@ def test_sweep_shapes_the_prose_relies_on(sweep):
     assert "3.6 from" in sweep_alt(sweep)
 
 
+def test_crossover_mechanism_the_explanation_names(sweep):
+    # up to 4,096 destinations the cache holds them all: one dst (one miss) per destination
+    assert sweep[("2.6.0", 4096)]["dst_allocs"] == 4096
+    assert sweep[("2.6.0", 4096)]["cpu_us_per_packet"] < sweep[("3.6", 4096)]["cpu_us_per_packet"]
+    # at 16,384 it cannot: the GC frees entries still in use, and they are allocated again
+    assert sweep[("2.6.0", 16384)]["dst_allocs"] > 16384
+    assert sweep[("2.6.0", 16384)]["cpu_us_per_packet"] > sweep[("3.6", 16384)]["cpu_us_per_packet"]
+    fb = ask(NB, "crossover", "c", sweep=sweep)
+    assert fb.ok and "4,096 dst entries" in fb.text() and "Traceback" not in fb.text()
+    # a half-second run's first misses alone make 2.6.0 lose at 4,096 already
+    short = diversity_sweep(kernels=("2.6.0", "3.6"), dests=(4096,), duration=0.5)
+    assert short[("2.6.0", 4096)]["cpu_us_per_packet"] > short[("3.6", 4096)]["cpu_us_per_packet"]
+    assert set(cache_setup()) >= {"rt_buckets", "gc_thresh", "max_size", "gc_min_interval"}
+
+
 def test_attacks_table(attacks):
     text = attack_table(attacks)
     assert "route-cache entries (max)" in text and "ping loss" in text
@@ -142,7 +160,7 @@ def _facts(sweep, storm, attacks):
             "fnhe-bound": dict(run=storm), "ex1-rp-filter": dict(base=base, strict=strict)}
 
 
-RIGHT_WRONG = {"trie-nodes": (7, 5), "flat-36": ("b", "a"), "crossover": ("b", "d"),
+RIGHT_WRONG = {"trie-nodes": (7, 5), "flat-36": ("b", "a"), "crossover": ("c", "b"),
                "worm-36": ("a", "c"), "default-table": ("c", "b"), "fnhe-bound": (12288, 65536),
                "ex1-rp-filter": (0.29, 0.6)}
 
