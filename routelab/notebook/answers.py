@@ -942,8 +942,10 @@ _Q04 = (
         _cow_points, unit="points", rel=0.3,
         hint="points = segments per second × (fixed cost + bytes × seconds per byte) / 2 CPUs "
              "× 100; the bytes are head to tail of the clone in the drawing.",
-        explanation="the model's skb_cow row is {expected:.2f} points: {segs:,.0f} segments a "
-                    "second, each a kmalloc plus a memcpy of {bytes:,.0f} bytes, "
+        explanation="the model's skb_cow row is {expected:.2f} points: {segs:,.0f} segments "
+                    "sent a second (a little more than the throughput counts: the last window "
+                    "is still in flight when the run ends), each a kmalloc plus a memcpy of "
+                    "{bytes:,.0f} bytes, "
                     "{per_copy_us:.2f} µs a copy, so {segs:,.0f} × {per_copy_us:.2f} µs of "
                     "CPU time each second, spread over {ncpus} CPUs.",
         solution="cow_points = 62_100 * (615 / 2.8e9 + 1608 / 1.2e9) / 2 * 100"
@@ -1114,8 +1116,8 @@ _Q05 = (
         hint="Follow the bits from the root as for 198.18.77.1. The first leaf you reach holds "
              "a /24 that does not cover the address: what does the walk do then at the tnode "
              "above it?",
-        explanation="the walk indexes {tnodes} tnodes and checks {leaves} leaves: down to the "
-                    "tnode on bit 22, whose child 1 is the leaf 10.1.2.0/24; that prefix does "
+        explanation="the walk makes {tnodes} tnode visits and checks {leaves} leaves: down to "
+                    "the tnode on bit 22, whose child 1 is the leaf 10.1.2.0/24; that prefix does "
                     "not cover {addr}, so the walk clears the index's last set bit, indexes the "
                     "same tnode again and finds the leaf {value}: {expected} nodes in all.",
         solution="walk_nodes = 7   # 4 tnodes down, the /24 leaf, the bit-22 tnode again, the /16"),
