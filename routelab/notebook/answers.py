@@ -999,7 +999,8 @@ _Q04 = (
         explanation="{expected:,.0f} bytes: without GSO the 1448-byte MSS fits the linear "
                     "part, so SG alone changes nothing for the copy; only SG with GSO puts "
                     "the payload into page frags, which pskb_expand_head references instead "
-                    "of copying.",
+                    "of copying. (A real 2.6.20 would not even keep SG alone: register_netdevice "
+                    "in net/core/dev.c drops SG from a device that has no checksum feature.)",
         solution="sg_bytes = 160 + 1448   # head..tail: SG alone keeps a 1448-byte MSS linear"),
 )
 
