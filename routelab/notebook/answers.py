@@ -1140,17 +1140,19 @@ _Q05 = (
         _crossover, choices=CROSSOVER,
         hint="A hit costs 2.6.0 less than 3.6's walk, so 2.6.0 wins while nearly every "
              "packet hits. The first packet to each destination always misses; after that, "
-             "a destination keeps missing only if its entry was freed in between. Up to how "
-             "many entries does the cache keep everything it is given?",
+             "a destination misses again only if its entry was freed in between. How many "
+             "entries fit into the hash chains before rt_intern_hash starts trimming them?",
         explanation="a cache hit costs {hit1:.3f} µs of routing, 3.6's walk {walk:.3f} µs, and "
                     "the slow path of a miss several times the walk. With {last:,} destinations "
                     "2.6.0 allocates {allocs_last:,} dst entries, one per destination: only the "
                     "first packet to each misses ({hit_last:.1f} % hits), and it costs "
                     "{cpu_last:.3f} µs per packet against 3.6's {cpu36:.3f}. With {first:,} the "
                     "cache no longer keeps them all (at most {entries_first:,} entries at a "
-                    "time): the GC frees entries that are still in use, {allocs_first:,} "
+                    "time): entries still in use are freed and allocated again, {allocs_first:,} "
                     "allocations in the run, {hit_first:.1f} % hits, {cpu_first:.3f} µs per "
-                    "packet. 2.6.0 first costs more than 3.6 at {first:,} destinations.",
+                    "packet: once chains grow past gc_elasticity entries, each insert into one "
+                    "frees a live entry, which soon misses again. 2.6.0 "
+                    "first costs more than 3.6 at {first:,} destinations.",
         solution='crossover = "c"   # misses only start when the cache cannot hold them all'),
     Question(
         "05-route-cache-removed", "worm-36", "worm_36",
