@@ -372,7 +372,8 @@ class ProfileBar:
         if k["path"] == "container":
             setting += f", cow={k['cow']}, pair {k['pair_features']}, {k['kernel']}"
         # over the axes, not the figure, so that the legend on the right stays clear of it
-        self.ax.set_title(textwrap.fill(f"CPU of host A: {setting}", 80), fontsize=9)
+        title = f"CPU of host A: {setting}".replace(" B", "\u00a0B")   # keep "16,384 B" whole
+        self.ax.set_title(textwrap.fill(title, 58), fontsize=9)
         big = sorted(pts.items(), key=lambda kv: -kv[1])[:3]
         self._alt = (f"Stacked bar of this run's CPU load ({setting}), {left:.2f} % of both CPUs"
                      f"{collapsed} "

@@ -248,5 +248,5 @@ def test_explorer_title_sits_over_the_axes_clear_of_the_legend():
     bar = ProfileBar()
     bar.update(run_variant("container", duration=DUR))
     assert bar.ax.get_title().startswith("CPU of host A") and not bar.fig.get_suptitle()
-    assert all(len(line) <= 80 for line in bar.ax.get_title().splitlines())
+    assert all(len(line) <= 58 for line in bar.ax.get_title().splitlines())
     assert "collapsed" not in bar.alt
