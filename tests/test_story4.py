@@ -88,19 +88,38 @@ def test_venet_skips_cow_and_ttl_decrement_only_for_its_packets():
 
 def test_eric_objection_loop_never_ends_with_the_hack():
     normal = C.ttl_loop(ttl=64, cow="normal")
-    assert normal["ended"] == "ttl" and normal["hops"] == 63 and normal["copies"] == 63
+    # the sender's clone is copied once; the pair device passes the same, now private, skb on
+    assert normal["ended"] == "ttl" and normal["hops"] == 63 and normal["copies"] == 1
     hack = C.ttl_loop(ttl=64, cow="skip", hops_max=5000)
     assert hack["ended"] == "never" and hack["ttl"] == 64 and hack["copies"] == 0
 
 
-def test_eric_objection_non_ethernet_input_needs_the_header_room():
+def test_eric_objection_non_ethernet_input_gets_its_room_one_function_later():
     # a PPP-like input device left 2 bytes of headroom: skb_cow makes room (a copy)
     ok = C.output_headroom(2, "normal")
-    assert ok["ok"] and ok["copied"] == 2 + 1500
-    bad = C.output_headroom(2, "skip")
-    assert not bad["ok"] and "skb_under_panic" in bad["error"]
-    # an Ethernet (or veth/etun) input leaves >= 16 bytes: the skip is harmless there
-    assert C.output_headroom(16, "skip")["ok"]
+    assert ok["ok"] and ok["copied"] == 2 + 1500 and ok["realloc"] == 0
+    # under the hack ip_finish_output2's own check reallocates: the copy moves, no overrun
+    hack = C.output_headroom(2, "skip")
+    assert hack["ok"] and hack["copied"] == 0 and hack["realloc"] == 2 + 1500
+    # an Ethernet (or veth/etun) input leaves >= 16 bytes: nothing to copy either way
+    assert C.output_headroom(16, "skip") == {"ok": True, "copied": 0, "realloc": 0, "error": ""}
+
+
+def test_skb_realloc_headroom_leaves_the_original_and_copies_head_to_tail():
+    from routelab.core import skb as S
+
+    s = S.alloc_skb(2 + 1500)
+    S.skb_reserve(s, 2)
+    S.skb_put(s, 1500)
+    n, copied = S.skb_realloc_headroom(s, 16)
+    assert copied == 1502 and S.skb_headroom(n) >= 16 and not S.skb_cloned(n)
+    assert S.skb_headroom(s) == 2 and s.len == 1500
+    assert S.kfree_skb(s) and S.kfree_skb(n)
+    roomy = S.alloc_skb(64 + 100)
+    S.skb_reserve(roomy, 64)
+    S.skb_put(roomy, 100)
+    c, copied = S.skb_realloc_headroom(roomy, 16)      # enough room: a pskb_copy
+    assert copied == 100 and S.skb_headroom(c) == 64
 
 
 def test_ttl_decrements_counted():

@@ -39,7 +39,8 @@ import itertools
 __all__ = ["Page", "SharedInfo", "Skb", "alloc_skb", "skb_reserve", "skb_put", "skb_push",
            "skb_pull", "skb_add_frag", "skb_clone", "pskb_copy", "skb_header_release",
            "skb_cloned", "skb_header_cloned", "skb_headroom", "skb_headlen",
-           "pskb_expand_head", "skb_cow", "kfree_skb", "skb_linearize", "SKB_DATA_ALIGN",
+           "pskb_expand_head", "skb_cow", "skb_realloc_headroom", "kfree_skb", "skb_linearize",
+           "SKB_DATA_ALIGN",
            "SKB_DATAREF_SHIFT", "SKB_DATAREF_MASK", "NET_SKB_PAD", "SMP_CACHE_BYTES",
            "SkbError"]
 
@@ -315,6 +316,23 @@ def skb_cow(skb: Skb, headroom: int) -> int:
     if delta or skb_cloned(skb):
         return pskb_expand_head(skb, (delta + NET_SKB_PAD - 1) & ~(NET_SKB_PAD - 1), 0)
     return 0
+
+
+def skb_realloc_headroom(skb: Skb, headroom: int) -> tuple[Skb, int]:
+    """A new skb with at least ``headroom`` bytes in front of the data; the
+    original is left as it was (the caller frees it).  Returns ``(new skb,
+    bytes memcpy'd)``.
+
+    Kernel: net/core/skbuff.c skb_realloc_headroom (2.6.20): when the room
+    already suffices, a pskb_copy (the linear data copied); otherwise a
+    clone given a private buffer by pskb_expand_head with the shortfall
+    rounded up by SKB_DATA_ALIGN (head to tail copied).
+    """
+    delta = headroom - skb_headroom(skb)
+    if delta <= 0:
+        return pskb_copy(skb)
+    n = skb_clone(skb)
+    return n, pskb_expand_head(n, SKB_DATA_ALIGN(delta), 0)
 
 
 def skb_linearize(skb: Skb) -> int:

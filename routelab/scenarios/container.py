@@ -281,6 +281,12 @@ def ttl_loop(hops_max: int = 1000, ttl: int = 64, cow: str = "normal") -> dict:
     and both ends virtual, nothing ever lowers its TTL: it circulates until
     ``hops_max``.
 
+    The packet starts as a TCP sender's clone (its data shared with the
+    write queue).  A pair device hands the same skb to the other host
+    (etun/veth transmit), so once the first ``skb_cow`` has given it a
+    private buffer with room in front, later hops find nothing to copy:
+    ``copies`` is 1 without the hack, 0 with it.
+
     Returns ``hops`` (forward passes), ``ended`` ("ttl" or "never"), ``ttl``
     at the end and ``copies`` (skb_cow copies made on the way).
     """
@@ -294,15 +300,18 @@ def ttl_loop(hops_max: int = 1000, ttl: int = 64, cow: str = "normal") -> dict:
     check = 0x1234
     hops = copies = 0
     cur = int(ttl)
+    cloned = True                  # until a copy gives the packet its own buffer
     while hops < hops_max:
         tr = PacketTrace.build(np.zeros(1), saddr=ip_to_int(CT_ADDR), daddr=ip_to_int("10.9.0.1"),
-                               proto=6, length=ACK_LEN, ttl=cur, cloned=True, headroom=108,
+                               proto=6, length=ACK_LEN, ttl=cur, cloned=cloned, headroom=108,
                                iif=1)
         fw = ip_forward_plan(tr, np.array([0]), np.array([1500]), ct.fn, ct.copy_s_per_byte, 16,
                              np.array([cow == "skip"]))
         if int(fw["fwd_verdict"][0]) == FWD_TTL:
             return {"hops": hops, "ended": "ttl", "ttl": cur, "copies": copies}
-        copies += int(fw["cow"][0])
+        if int(fw["cow"][0]):
+            copies += 1
+            cloned = False
         if bool(fw["ttl_dec"][0]):
             check, newttl = ip_decrease_ttl([check], [cur])
             check, cur = int(check[0]), int(newttl[0])
@@ -314,16 +323,21 @@ def output_headroom(headroom: int, cow: str = "normal", ll_reserved: int = 16) -
     """The other half of Eric's objection, on an skb: a packet that came in on a
     device whose receive path left it ``headroom`` bytes in front of the IP
     header (a non-Ethernet device: PPP, a tunnel, a device with a short
-    ``hard_header_len``) must get LL_RESERVED_SPACE of the *output* device
-    (16 for Ethernet) before the output path pushes the link-layer header.
-    ``skb_cow`` in ip_forward guarantees it (and copies when it must); the
-    OpenVZ hack skips it, and the Ethernet header push then runs past the
-    buffer's head (the kernel's skb_under_panic).  Only when the input device
-    is Ethernet too (a veth/etun end: 16 bytes or more) is the skip harmless
-    for the header.
+    ``hard_header_len``) needs LL_RESERVED_SPACE of the *output* device
+    (16 for Ethernet) before the link-layer header is pushed.
 
-    Returns ``ok``, ``copied`` (bytes skb_cow copied) and ``error`` (the
-    panic's text, or "").
+    ``skb_cow`` in ip_forward makes that room (a copy, when it must).  The
+    OpenVZ hack skips it, but 2.6.20's output path checks again:
+    ``ip_finish_output2`` (net/ipv4/ip_output.c, 2.6.20) finds the headroom
+    short for a device with a hard_header and replaces the skb by
+    ``skb_realloc_headroom``'s copy before the header goes on.  So the skip
+    does not overrun the buffer; it moves the copy one function later (and,
+    for a clone with enough room, drops it).  The headroom check and the
+    Ethernet push are the model's; the neighbour output itself is not run.
+
+    Returns ``ok`` (the header went on), ``copied`` (bytes skb_cow copied),
+    ``realloc`` (bytes ip_finish_output2's reallocation copied) and ``error``
+    (an SkbError's text, or "").
     """
     from ..core import skb as _skb
 
@@ -333,8 +347,13 @@ def output_headroom(headroom: int, cow: str = "normal", ll_reserved: int = 16) -
     _skb.skb_reserve(s, headroom)
     _skb.skb_put(s, 1500)
     copied = _skb.skb_cow(s, ll_reserved) if cow == "normal" else 0
+    realloc = 0
+    if _skb.skb_headroom(s) < ll_reserved:         # ip_finish_output2's check
+        s2, realloc = _skb.skb_realloc_headroom(s, ll_reserved)
+        _skb.kfree_skb(s)
+        s = s2
     try:
         _skb.skb_push(s, 14)               # neigh_hh_output / eth_header
     except _skb.SkbError as e:
-        return {"ok": False, "copied": copied, "error": str(e)}
-    return {"ok": True, "copied": copied, "error": ""}
+        return {"ok": False, "copied": copied, "realloc": realloc, "error": str(e)}
+    return {"ok": True, "copied": copied, "realloc": realloc, "error": ""}
