@@ -716,6 +716,22 @@ def _woken_room(room: dict) -> dict:
             "ratio": (room["sndbuf"] - room["start"] - room["last_ts"]) / room["full_ts"]}
 
 
+RETRY_SHARES = ("most of them (more than two in three)", "about half (a third to two thirds)",
+                "few of them (less than a third)")
+
+
+def _retries_whole(rr: dict, room: dict, link_mbps: float = 100.0) -> dict:
+    from ..costs import wire_bytes
+
+    share = rr["whole"] / max(rr["tried"], 1)
+    v = RETRY_SHARES[0] if share > 2 / 3 else RETRY_SHARES[1] if share >= 1 / 3 else RETRY_SHARES[2]
+    frame_ms = float(wire_bytes(1500)) * 8 / (link_mbps * 1e6) * 1e3
+    need = room["n"] - room["fits"]
+    return {"expected": v, "share": share, "whole": rr["whole"], "tried": rr["tried"],
+            "fits": room["fits"], "n": room["n"], "need": need, "frame_ms": frame_ms,
+            "need_ms": need * frame_ms}
+
+
 def _survive(unlimited, law: float) -> dict:
     return {"expected": unlimited.delivered / unlimited.sent, "law": law,
             "delivered": unlimited.delivered, "sent": unlimited.sent}
@@ -792,6 +808,22 @@ _Q03 = (
                     "for one more), the retry fails again, always without the offset-0 "
                     "fragment, which is built last.",
         solution="woken_fits = 20   # (65,535 - 32,767 - 608) / 1,696 = 19.0, + 1 (soft limit)"),
+    Question(
+        "03-fragment-flooding", "retry-whole", "retries_whole",
+        "one of the three answers, as its letter or its text",
+        _retries_whole, choices=RETRY_SHARES,
+        hint="A retry woken at the line has room for {fits} of its {n} fragments. How many more "
+             "frames must the link finish while rpciod wakes up and rebuilds the WRITE, and how "
+             "long does that take at 100 Mbit/s? Compare with the prompt sender of section 2's "
+             "toy.",
+        explanation="{whole:,} of {tried:,} woken retries ({share:.0%}) went out whole. Woken at "
+                    "the line, a retry has room for {fits} of {n} fragments; the other {need} fit "
+                    "only if the link finishes {need} more frames while rpciod wakes up and "
+                    "rebuilds the WRITE, {need_ms:.2f} ms at {frame_ms:.3f} ms a frame. rpciod "
+                    "usually runs sooner than that, like the prompt sender of section 2's toy, "
+                    "so most retries fail a fragment or two short.",
+        solution='retries_whole = "c"   # a retry needs ~0.37 ms of drain; rpciod is usually '
+                 'quicker'),
     Question(
         "03-fragment-flooding", "survive-1pct", "survive_fraction_1pct",
         "a number: the fraction of datagrams (0 to 1) that arrive whole at 1 % frame loss, "

@@ -253,3 +253,14 @@ def test_q4_states_the_rule_it_needs_and_hides_its_outcome():
     assert "198" not in above and "refuse above limit" not in above
     # Q1's table, which prints the answer, comes after its check
     assert ids.index("q1-check") < ids.index("frag-table")
+
+
+def test_retry_whole_is_judged_on_the_share_of_woken_retries(base):
+    rr, room = retry_room(base), woken_retry_room()
+    fb = ask(NB, "retry-whole", "c", rr=rr, room=room)
+    assert fb.ok and f"{rr['whole']:,} of {rr['tried']:,}" in fb.explanation
+    assert "0.37 ms" in fb.explanation                      # 3 frames of 0.123 ms
+    assert not ask(NB, "retry-whole", "a", rr=rr, room=room).ok
+    many = {"whole": 90, "tried": 100}
+    assert ask(NB, "retry-whole", "a", rr=many, room=room).ok
+    assert ask(NB, "retry-whole", "b", rr={"whole": 50, "tried": 100}, room=room).ok
