@@ -881,8 +881,10 @@ def nfs_explorer(*, file_mb: float = 2.0, seed: int = 1, dpi: int = 64, limit_s:
     controls = [
         control_for(K["loss_pct"], description="frame loss", min=0.0, max=5.0, step=0.1,
                     value=start.get("loss_pct")),
-        control_for(K["sndbuf"], description="sndbuf", min=8192, max=1_068_160, step=4096,
-                    value=start.get("sndbuf", 65535)),
+        # 4,095 + k x 4,096: the default 65,535 stays on the slider's grid (k = 15), and
+        # the top, 1,069,055, is just above 2.4.20's 1,068,160.
+        control_for(K["sndbuf"], description="sndbuf", min=4095, max=4095 + 260 * 4096,
+                    step=4096, value=start.get("sndbuf", 65535)),
         control_for(K["wsize"], description="wsize", min=4096, max=32768, step=4096,
                     value=start.get("wsize")),
         control_for(K["frag_alloc"], description="fragment allocation",

@@ -264,3 +264,9 @@ def test_retry_whole_is_judged_on_the_share_of_woken_retries(base):
     many = {"whole": 90, "tried": 100}
     assert ask(NB, "retry-whole", "a", rr=many, room=room).ok
     assert ask(NB, "retry-whole", "b", rr={"whole": 50, "tried": 100}, room=room).ok
+
+
+def test_sndbuf_slider_can_return_to_its_default():
+    w = nfs_explorer(file_mb=0.25).controls["sndbuf"]
+    assert (w.value - w.min) % w.step == 0 and w.value == 65535
+    assert w.max >= 1_068_160                                   # 2.4.20's buffer in reach
