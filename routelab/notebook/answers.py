@@ -712,8 +712,24 @@ def _n_fragments(udp_bytes: int, mtu: int = 1500) -> dict:
 
 def _woken_room(room: dict) -> dict:
     return {"expected": room["fits"], **room,
-            "free": room["sndbuf"] - room["start"],
+            "free": room["sndbuf"] - room["start"], "short": room["n"] - room["fits"],
             "ratio": (room["sndbuf"] - room["start"] - room["last_ts"]) / room["full_ts"]}
+
+
+RETRY_SHARES = ("most of them (more than two in three)", "about half (a third to two thirds)",
+                "few of them (less than a third)")
+
+
+def _retries_whole(rr: dict, room: dict, link_mbps: float = 100.0) -> dict:
+    from ..costs import wire_bytes
+
+    share = rr["whole"] / max(rr["tried"], 1)
+    v = RETRY_SHARES[0] if share > 2 / 3 else RETRY_SHARES[1] if share >= 1 / 3 else RETRY_SHARES[2]
+    frame_ms = float(wire_bytes(1500)) * 8 / (link_mbps * 1e6) * 1e3
+    need = room["n"] - room["fits"]
+    return {"expected": v, "share": share, "whole": rr["whole"], "tried": rr["tried"],
+            "fits": room["fits"], "n": room["n"], "need": need, "frame_ms": frame_ms,
+            "need_ms": need * frame_ms}
 
 
 def _survive(unlimited, law: float) -> dict:
@@ -736,7 +752,9 @@ def _fix_speedup(before: dict, after: dict) -> dict:
             "after": after["write_MBps"], "wasted": before["fragments_wasted"],
             "sent": before["fragments_sent"], "after_wasted": after["fragments_wasted"],
             "resends": before["rpc_resends"],
-            "share": before["fragments_wasted"] / max(before["fragments_sent"], 1)}
+            "share": before["fragments_wasted"] / max(before["fragments_sent"], 1),
+            "left": ("nothing is wasted any more" if not after["fragments_wasted"] else
+                     f"only {after['fragments_wasted']:,} fragments are still wasted")}
 
 
 def _orphans_fill(receiver: str = "linux-2.4.19", lost: int = 1, n: int = 23) -> dict:
@@ -745,16 +763,19 @@ def _orphans_fill(receiver: str = "linux-2.4.19", lost: int = 1, n: int = 23) ->
     r = RECEIVERS[receiver]
     per = (n - lost) * r.rx_truesize + r.qsize
     return {"expected": r.high / per, "per": per, "high": r.high, "ts": r.rx_truesize,
-            "qsize": r.qsize, "held": n - lost}
+            "qsize": r.qsize, "held": n - lost, "over": math.floor(r.high / per) + 1}
 
 
-def _orphan_rate(receiver: str = "linux-6.x", lost: int = 1, n: int = 23) -> dict:
+def _orphan_rate(receiver: str = "linux-6.x", lost: int = 1, n: int = 23,
+                 loss_pct: float = 1.0, rate: float = 100.0) -> dict:
     from ..ipv4.ip_fragment import RECEIVERS
 
     r = RECEIVERS[receiver]
     per = (n - lost) * r.rx_truesize + r.qsize
     return {"expected": r.high / per / r.time, "per": per, "high": r.high, "time": r.time,
-            "fill": r.high / per, "ts": r.rx_truesize}
+            "fill": r.high / per, "ts": r.rx_truesize, "loss": loss_pct, "rate": rate,
+            "arrive": rate * (1 - (1 - loss_pct / 100) ** n),
+            "times": rate * (1 - (1 - loss_pct / 100) ** n) / (r.high / per / r.time)}
 
 
 _Q03 = (
@@ -767,7 +788,8 @@ _Q03 = (
         explanation="the IP payload is {ip_payload:,} B; every fragment but the last carries "
                     "(1500 - 20) rounded down to a multiple of 8 = {per:,} B. {ip_payload:,} / "
                     "{per:,} = {ratio:.2f}: {full} full fragments and a last one of {last} B. "
-                    "(The thread's 'about 22' forgot the RPC header and the remainder.)",
+                    "(A quick 32,768 / 1,480 = 22.1 forgets the RPC and UDP headers, and that "
+                    "the remainder needs a fragment of its own.)",
         solution="n_fragments_write = 23   # 32,940 B / 1,480 B = 22.3: 22 full + 1"),
     Question(
         "03-fragment-flooding", "woken-room", "woken_fits",
@@ -781,10 +803,27 @@ _Q03 = (
                     "{full_ts:,} B: ({free:,} - {last_ts}) / {full_ts:,} = {ratio:.1f}, and "
                     "because the test is only 'still below sndbuf', one more squeezes in: "
                     "{expected} of {n} fragments, then EAGAIN. The wake-up line, half the "
-                    "buffer, is smaller than one datagram's ~38 KB: unless about four more "
-                    "fragments leave the link while rpciod wakes and rebuilds, the retry fails "
-                    "again, always without the offset-0 fragment.",
+                    "buffer, is smaller than one datagram's ~38 KB: unless {short} more "
+                    "fragments leave the link while rpciod wakes and rebuilds (each frees room "
+                    "for one more), the retry fails again, always without the offset-0 "
+                    "fragment, which is built last.",
         solution="woken_fits = 20   # (65,535 - 32,767 - 608) / 1,696 = 19.0, + 1 (soft limit)"),
+    Question(
+        "03-fragment-flooding", "retry-whole", "retries_whole",
+        "one of the three answers, as its letter or its text",
+        _retries_whole, choices=RETRY_SHARES,
+        hint="A retry woken at the line has room for {fits} of its {n} fragments. How many more "
+             "frames must the link finish while rpciod wakes up and rebuilds the WRITE, and how "
+             "long does that take at 100 Mbit/s? Compare with the prompt sender of section 2's "
+             "toy.",
+        explanation="{whole:,} of {tried:,} woken retries ({share:.0%}) went out whole. Woken at "
+                    "the line, a retry has room for {fits} of {n} fragments; the other {need} fit "
+                    "only if the link finishes {need} more frames while rpciod wakes up and "
+                    "rebuilds the WRITE, {need_ms:.2f} ms at {frame_ms:.3f} ms a frame. rpciod "
+                    "usually runs sooner than that, like the prompt sender of section 2's toy, "
+                    "so most retries fail a fragment or two short.",
+        solution='retries_whole = "c"   # a retry needs ~0.37 ms of drain; rpciod is usually '
+                 'quicker'),
     Question(
         "03-fragment-flooding", "survive-1pct", "survive_fraction_1pct",
         "a number: the fraction of datagrams (0 to 1) that arrive whole at 1 % frame loss, "
@@ -819,8 +858,7 @@ _Q03 = (
                     "({ratio:.1f} times). Before, {wasted:,} of {sent:,} fragments on the wire "
                     "({share:.0%}) were headless tails: the link was busy, but mostly with "
                     "garbage, and each of the {resends:,} retries cost another 32 KiB copy. "
-                    "With the fix a datagram that starts is always finished, so the only waste "
-                    "left is {after_wasted:,} fragments.",
+                    "With the fix a datagram that starts is always finished: {left}.",
         solution='fix_speedup = "c"   # the wire carried mostly headless tails before'),
     Question(
         "03-fragment-flooding", "ex1-orphans", "orphans_to_fill",
@@ -829,8 +867,8 @@ _Q03 = (
         hint="An orphan here is a datagram that lost one of its 23 fragments: the receiver "
              "holds the other 22, each at its receive truesize, plus one queue header.",
         explanation="one orphan holds {held} x {ts:,} B + {qsize} B = {per:,} B; "
-                    "{high:,} / {per:,} = {expected:.1f}. Seven orphans are enough to make "
-                    "2.4.19 run its evictor on the next fragment.",
+                    "{high:,} / {per:,} = {expected:.1f}. With {over} orphans 2.4.19 is over its "
+                    "limit, and its next fragment runs the evictor.",
         solution="orphans_to_fill = 262_144 / (22 * 1712 + 72)   # about 7"),
     Question(
         "03-fragment-flooding", "ex2-orphan-rate", "orphans_per_s",
@@ -842,7 +880,8 @@ _Q03 = (
         explanation="one orphan of 22 fragments at {ts:,} B holds {per:,} B, so {fill:.0f} "
                     "fill {high:,} B; each lives {time:g} s, so {expected:.1f} new orphans per "
                     "second keep the pool full, and from then on 6.x refuses every fragment. "
-                    "At 1 % loss and 100 datagrams/s about 20 orphans arrive per second.",
+                    "At {loss:g} % loss and {rate:g} datagrams/s about {arrive:.0f} orphans "
+                    "arrive per second (section 5's law), {times:.0f} times as many.",
         solution="orphans_per_s = 4 * 1024**2 / (22 * 2944 + 200) / 30   # about 2.2"),
 )
 

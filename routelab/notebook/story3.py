@@ -283,12 +283,17 @@ def sendbuf_gauge(datagrams: int = 6, *, sndbuf: int = 65535, policy: str = "2.4
     return g
 
 
+def _n(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless the count is one."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def gauge_summary(g: Gauge) -> str:
     """One line per send attempt, and the totals."""
     out = [f"{'t [ms]':>7} {'datagram':>8} {'attempt':>7} {'queued':>6}  result"]
     for t, k, a, n, st in g.sends:
         out.append(f"{t * 1e3:>7.2f} {k + 1:>8} {a + 1:>7} {n:>6}  {st}")
-    out.append(f"{g.delivered} datagrams sent whole, {g.incomplete} cut short; "
+    out.append(f"{_n(g.delivered, 'datagram')} sent whole, {g.incomplete} cut short; "
                f"{g.frags_wasted} of {g.frags_wire} fragments on the wire belong to cut-short "
                f"datagrams; {g.duration * 1e3:.1f} ms")
     return "\n".join(out)
@@ -310,18 +315,26 @@ def gauge_figure(gauges: dict[str, Gauge]):
         ax.axhline(g.sndbuf / 2048, color=OKABE_ITO["orange"], linewidth=1.0,
                    linestyle="--", label="wake-up line (sndbuf / 2)")
         fails = [(t, n_) for t, _k, _a, n_, st in g.sends if st != "OK"]
-        if fails:
-            ft = np.array([f[0] for f in fails]) * 1e3
-            fw = np.interp(ft, g.t * 1e3, g.wmem / 1024)
-            ax.plot(ft, fw, "x", color=OKABE_ITO["vermillion"], markersize=7,
-                    linestyle="none", label="EAGAIN (datagram cut short)")
+        # An EAGAIN after some fragments left cuts a datagram short; one before the
+        # first fragment (the fix's only kind) leaves nothing on the wire.
+        for cut, marker, text in ((True, "x", "EAGAIN, datagram cut short"),
+                                  (False, "o", "EAGAIN before the first fragment (nothing sent)")):
+            ft = np.array([f[0] for f in fails if (f[1] > 0) is cut]) * 1e3
+            if ft.size:
+                fw = np.interp(ft, g.t * 1e3, g.wmem / 1024)
+                ax.plot(ft, fw, marker, color=OKABE_ITO["vermillion"], markersize=7,
+                        markerfacecolor="none", linestyle="none", label=text)
+        early = sum(1 for f in fails if f[1] == 0)
         ax.set_ylim(0, nice_ceiling(max(g.sndbuf, float(g.wmem.max())) / 1024 * 1.25))
         ax.set_ylabel("charged [KiB]")
         ax.set_title(label)
         ax.legend(loc="upper right", fontsize=7, ncols=2)
         ax.set_xlim(0, tmax)
-        parts.append(f"{label}: {g.delivered} datagrams sent whole, {g.incomplete} attempts "
-                     f"cut short, peak {g.wmem.max():,} B charged against sndbuf {g.sndbuf:,} B")
+        refused = (f", {early} EAGAIN{'s' if early != 1 else ''} before the first fragment "
+                   f"(nothing sent)" if early else "")
+        parts.append(f"{label}: {_n(g.delivered, 'datagram')} sent whole, "
+                     f"{_n(g.incomplete, 'attempt')} cut short{refused}, peak "
+                     f"{g.wmem.max():,} B charged against sndbuf {g.sndbuf:,} B")
     axes[-1].set_xlabel("time [ms]")
     alt = ("Socket send-buffer gauge (bytes charged, wmem_alloc) over time while a sender "
            "pushes 32 KiB datagrams into a 100 Mbit/s link; " + "; ".join(parts) + ".")
@@ -583,8 +596,8 @@ def _events(res) -> dict:
 
 
 def pick_rpc(res, min_failed: int = 2) -> int:
-    """The xid of the first WRITE whose first ``min_failed`` attempts were cut
-    short by EAGAIN and which later went out whole (the timeline's example)."""
+    """The xid of the first WRITE cut short by EAGAIN at least ``min_failed``
+    times which later went out whole (the timeline's example)."""
     ev = _events(res)
     eag = ev["xid"][ev["event"] == "eagain"]
     xids, counts = np.unique(eag, return_counts=True)
@@ -688,7 +701,8 @@ def rpc_timeline_figure(res, xid: int):
 
 def retry_room(res) -> dict:
     """Fragments a *woken* retry got out before EAGAIN, over a whole run:
-    ``{"counts": array, "whole": n retries that went out whole}``."""
+    ``{"counts": array, "whole": n retries that went out whole, "tried": n woken
+    retries, "gap_ms": median time from one attempt's start to its retry's}``."""
     ev = _events(res)
     rs = ev["event"] == "resend"      # (logged with the attempt that failed)
     resend = {(int(x), int(a) + 1) for x, a in zip(ev["xid"][rs].tolist(),
@@ -703,7 +717,14 @@ def retry_room(res) -> dict:
     sent = {(int(x), int(a)) for x, a in zip(ev["xid"][tx].tolist(), ev["attempt"][tx].tolist(),
                                              strict=True)}
     whole = len((resend & sent) - failed)
-    return {"counts": np.asarray(counts, dtype=int), "whole": whole, "tried": len(resend)}
+    start: dict = {}                  # (xid, attempt) -> when its first event was logged
+    for x, a, t in zip(ev["xid"].tolist(), ev["attempt"].tolist(), ev["t"].tolist(),
+                       strict=True):
+        start.setdefault((int(x), int(a)), t)
+    gaps = [start[(x, a)] - start[(x, a - 1)] for x, a in resend
+            if (x, a) in start and (x, a - 1) in start]
+    return {"counts": np.asarray(counts, dtype=int), "whole": whole, "tried": len(resend),
+            "gap_ms": float(np.median(gaps)) * 1e3 if gaps else float("nan")}
 
 
 # -- 7. model next to the report, the fix ------------------------------------------------
@@ -765,7 +786,7 @@ class NfsFigure(LiveFigure):
         (self.acked,) = b.plot([], [], color=OKABE_ITO["bluish_green"], linewidth=1.4,
                                drawstyle="steps-post", label="model")
         (self.report,) = b.plot([], [], color=OKABE_ITO["black"], linewidth=0.9,
-                                linestyle=":", label="2 MB/s (the report)")
+                                linestyle=":", label="2 MB/s (the report, unpatched)")
         b.legend(loc="upper left", fontsize=7)
         self.title = fig.suptitle(" ")
         self._alt = ""
@@ -806,7 +827,7 @@ class NfsFigure(LiveFigure):
                      f"{self.window_ms:g} ms, {int(e.sum())} EAGAINs, peak "
                      f"{top:,} B against sndbuf {sb:,} B. Bottom: {rt.size} replies; "
                      f"{s['write_MBps']:.2f} MB/s over {s['elapsed_s']:.2f} s, against the "
-                     "report's 2 MB/s line.")
+                     "report's 2 MB/s line (the unpatched client).")
 
     def _limit_axes(self) -> list:
         return [self.ax_g, self.ax_w]
@@ -820,11 +841,17 @@ def nfs_readout(res) -> str:
     limit = float(k.get("duration", float("inf")))
     if s["elapsed_s"] >= limit - 1e-9:
         ev = _events(res)
-        acked = int((ev["event"] == "reply").sum()) * k["wsize"] / 1e6
+        # WRITE replies only: a COMMIT is one small unfragmented datagram, every
+        # WRITE (wsize >= 4 KiB) puts fragments beyond offset 0 on the wire.
+        writes = np.unique(ev["xid"][(ev["event"] == "frag_tx") & (ev["off"] > 0)])
+        replied = np.unique(ev["xid"][ev["event"] == "reply"])
+        total = k["file_mb"] * 1.048576
+        acked = min(np.intersect1d(writes, replied).size * k["wsize"] / 1e6, total)
         rate = (f"<b>not written in {limit:g} s</b>: {acked:.2f} of "
-                f"{k['file_mb'] * 1.048576:.2f} MB acknowledged")
+                f"{total:.2f} MB acknowledged")
     else:
-        rate = f"write <b>{s['write_MBps']:.2f} MB/s</b> (report ~2)"
+        rate = (f"write <b>{s['write_MBps']:.2f} MB/s</b> (Trond's unpatched client: "
+                f"~{REPORT['write_MBps']:g})")
     setting = (f"<b>{html.escape(str(k['kernel']))}</b> {html.escape(str(k['frag_alloc']))}, "
                f"sndbuf {k['sndbuf']:,} B, wsize {k['wsize']:,}, server "
                f"{html.escape(str(k['server']))}, cwnd {html.escape(str(k['cwnd']))}, timer "
@@ -854,8 +881,10 @@ def nfs_explorer(*, file_mb: float = 2.0, seed: int = 1, dpi: int = 64, limit_s:
     controls = [
         control_for(K["loss_pct"], description="frame loss", min=0.0, max=5.0, step=0.1,
                     value=start.get("loss_pct")),
-        control_for(K["sndbuf"], description="sndbuf", min=8192, max=1_068_160, step=4096,
-                    value=start.get("sndbuf", 65535)),
+        # 4,095 + k x 4,096: the default 65,535 stays on the slider's grid (k = 15), and
+        # the top, 1,069,055, is just above 2.4.20's 1,068,160.
+        control_for(K["sndbuf"], description="sndbuf", min=4095, max=4095 + 260 * 4096,
+                    step=4096, value=start.get("sndbuf", 65535)),
         control_for(K["wsize"], description="wsize", min=4096, max=32768, step=4096,
                     value=start.get("wsize")),
         control_for(K["frag_alloc"], description="fragment allocation",

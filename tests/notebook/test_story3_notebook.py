@@ -95,8 +95,13 @@ def test_gauge_unfixed_cuts_datagrams_short_and_the_fix_never_does():
     late = sendbuf_gauge(6, policy="2.4.19", build_s=800e-6)
     assert late.delivered == 6 and late.incomplete > 0
     fig, alt = gauge_figure({"a": u, "b": f})
-    assert "EAGAIN" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()][-1]
-    assert "cut short" in alt
+    legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes]
+    assert "EAGAIN, datagram cut short" in legends[0]
+    # the fix's EAGAINs come before any fragment left: not marked as cut short
+    assert not any("cut short" in t for t in legends[1])
+    assert any("before the first fragment" in t for t in legends[1])
+    assert "cut short" in alt and "before the first fragment (nothing sent)" in alt
+    assert "1 datagrams" not in alt
 
 
 # -- sections 5-7: reassembly -----------------------------------------------------------------
@@ -178,8 +183,20 @@ def test_nfs_table_and_explorer():
     assert ex.png.startswith(PNG_SIGNATURE) and "EAGAIN" in ex.alt
     ex.update(frag_alloc="force-wmalloc")
     assert ex.last_error is None and "force-wmalloc" in ex.readout_text
+    assert "unpatched" in ex.readout_text       # the report's ~2 MB/s is the unfixed client's
     ex.update(frag_alloc="sock_wmalloc")
     assert ex.last_error is not None and "frag_alloc" in ex.last_error
+
+
+def test_explorer_readout_counts_only_write_replies_when_cut_off():
+    # 1 % loss, fixed timer: the 3-s cap stops the run with one WRITE still out but its
+    # COMMIT answered; the COMMIT's reply must not count as 32 KiB acknowledged.
+    ex = nfs_explorer(loss_pct=1.0, rpc_timer="fixed")
+    text = ex.readout_text
+    assert "not written in 3 s" in text
+    acked, total = (float(x) for x in
+                    text.split("not written in 3 s: ")[1].split(" MB")[0].split(" of "))
+    assert acked < total
     from routelab.scenarios import nfs
     s = nfs.run(seed=1, file_mb=0.5).summary()
     assert "write_MBps" in nfs_table({"a": s})
@@ -193,7 +210,8 @@ def test_the_notebook_has_five_questions_and_two_exercises_that_need_the_mechani
     assert ask(NB, "n-fragments", 23, udp_bytes=32768 + NFS_WRITE_OVERHEAD).ok
     assert not ask(NB, "n-fragments", 22, udp_bytes=32768 + NFS_WRITE_OVERHEAD).ok
     room = woken_retry_room()
-    assert ask(NB, "woken-room", 20, room=room).ok
+    fb = ask(NB, "woken-room", 20, room=room)
+    assert fb.ok and f"unless {room['n'] - room['fits']} more fragments" in fb.explanation
     assert not ask(NB, "woken-room", 23, room=room).ok     # "it fits" is wrong
     assert not ask(NB, "woken-room", 16, room=room).ok
 
@@ -217,3 +235,38 @@ def test_fix_speedup_bands():
     assert ask(NB, "fix-speedup", "c", before=before, after=fast).ok
     assert ask(NB, "fix-speedup", "a", before=before, after=same).ok
     assert "80%" in ask(NB, "fix-speedup", "a", before=before, after=fast).explanation
+
+
+def test_retry_room_reports_the_spacing_of_attempts(base):
+    rr = retry_room(base)
+    # a cut-short attempt drains ~20 fragments (0.12 ms each) to the line before the retry
+    assert 1.5 < rr["gap_ms"] < 4.0
+
+
+def test_q4_states_the_rule_it_needs_and_hides_its_outcome():
+    cells = json.loads((REPO / "notebooks" / f"{NB}.ipynb").read_text(encoding="utf-8"))["cells"]
+    ids = [c["id"] for c in cells]
+    src = {c["id"]: "".join(c["source"]) for c in cells}
+    above = "\n".join(src[i] for i in ids[:ids.index("q4")])
+    assert "(see below)" not in src["s6"]
+    assert "drops every fragment" in src["s6"]          # the rule a student reasons from
+    assert "198" not in above and "refuse above limit" not in above
+    # Q1's table, which prints the answer, comes after its check
+    assert ids.index("q1-check") < ids.index("frag-table")
+
+
+def test_retry_whole_is_judged_on_the_share_of_woken_retries(base):
+    rr, room = retry_room(base), woken_retry_room()
+    fb = ask(NB, "retry-whole", "c", rr=rr, room=room)
+    assert fb.ok and f"{rr['whole']:,} of {rr['tried']:,}" in fb.explanation
+    assert "0.37 ms" in fb.explanation                      # 3 frames of 0.123 ms
+    assert not ask(NB, "retry-whole", "a", rr=rr, room=room).ok
+    many = {"whole": 90, "tried": 100}
+    assert ask(NB, "retry-whole", "a", rr=many, room=room).ok
+    assert ask(NB, "retry-whole", "b", rr={"whole": 50, "tried": 100}, room=room).ok
+
+
+def test_sndbuf_slider_can_return_to_its_default():
+    w = nfs_explorer(file_mb=0.25).controls["sndbuf"]
+    assert (w.value - w.min) % w.step == 0 and w.value == 65535
+    assert w.max >= 1_068_160                                   # 2.4.20's buffer in reach
