@@ -527,13 +527,16 @@ ROUTE_OPTIONS = (10, 100, 1000, 3000)
 RP_OPTIONS = (("off (0)", 0), ("strict (1)", 1), ("loose (2)", 2))
 
 
-def diversity_explorer(*, duration: float = 0.2, seed: int = 1, dpi: int = 100,
+def diversity_explorer(*, duration: float = 1.0, seed: int = 1, dpi: int = 100,
                        **start) -> Explorer:
     """Notebook 05's explorer: the diversity scenario, one stacked bar per run.
 
     Controls: kernel (2.4.24, 2.6.0, 3.6), destinations, FIB size, rp_filter.
     Each change re-runs :func:`routelab.scenarios.diversity.run` for
-    ``duration`` simulated seconds at 100 kpps.
+    ``duration`` simulated seconds at 100 kpps: one second by default, so that
+    with up to a few thousand destinations the cache kernels' first-packet
+    misses no longer dominate (2.6.0 at 4,096 destinations: 1.84 µs per packet
+    in 0.2 s, 1.49 in 1 s, 1.44 in 2 s; 3.6 1.54 throughout).
     """
     K = diversity.KNOBS
     kern = W.Dropdown(options=list(KERNELS), value=K["kernel"].validate(
