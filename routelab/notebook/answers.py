@@ -961,6 +961,11 @@ def _sg_bytes(run) -> dict:
     return {"expected": run.summary()["bytes_copied_per_packet"]}
 
 
+def _loop_copies(loop) -> dict:
+    n = loop["normal"]
+    return {"expected": n["copies"], "hops": n["hops"]}
+
+
 _Q04 = (
     Question(
         "04-container-checksums", "cow-copies", "cow_does",
@@ -1005,6 +1010,20 @@ _Q04 = (
                     "data and ACKs): the container still costs {left:.2f} points more than the "
                     "host's own netperf ({host:.2f} %).",
         solution='skip_goes = "a"   # the hack is in ip_forward: only skb_cow\'s copy goes'),
+    Question(
+        "04-container-checksums", "loop-copies", "loop_copies",
+        "a whole number: how many times skb_cow copies the looping packet, without the hack",
+        _loop_copies, unit="copies", tol=0,
+        hint="skb_cow copies when the buffer is shared (a clone) or the room in front is "
+             "short. After the first copy, whose is the buffer, and does the pair device "
+             "make a new clone when it hands the packet to the other host?",
+        explanation="{expected} copy in {hops} forwards. The packet starts as the TCP "
+                    "sender's clone, so the first ip_forward copies it; from then on the "
+                    "buffer is the packet's own, with room in front, and a pair device passes "
+                    "the very same skb to the other host's receive path. Every later skb_cow "
+                    "finds nothing to do: the loop costs a TTL decrement and a route lookup "
+                    "per hop, not a copy.",
+        solution="loop_copies = 1   # the first hop copies the clone; then the buffer is private"),
     Question(
         "04-container-checksums", "csum-features", "csum_features",
         "one of the three answers, as its letter or its text",

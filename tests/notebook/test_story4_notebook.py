@@ -30,6 +30,7 @@ from routelab.notebook.story4 import (
     skb_walkthrough,
     variants_table,
 )
+from routelab.scenarios import container as C
 
 NB = "04-container-checksums"
 DUR = 0.05
@@ -144,6 +145,7 @@ def _facts(runs):
         "cow-copies": dict(steps=steps),
         "cow-points": dict(run=runs["container"]),
         "skip-saves": dict(host=runs["host"], base=runs["container"], skip=runs["skip"]),
+        "loop-copies": dict(loop={c: C.ttl_loop(hops_max=200, cow=c) for c in ("normal", "skip")}),
         "csum-features": dict(skip=runs["skip"], trap=runs["trap"]),
         "ex1-fixed-cpu": dict(skip=runs["skip"], fixed=runs["fixed"]),
         "ex2-sg-bytes": dict(run=run_variant("container", duration=DUR, pair_features="SG")),
@@ -154,6 +156,7 @@ RIGHT_WRONG = {
     "cow-copies": ("c", "a"),
     "cow-points": (4.8, 1.0),
     "skip-saves": ("a", "b"),
+    "loop-copies": (1, 63),
     "csum-features": ("c", "a"),
     "ex1-fixed-cpu": (15.3, 16.8),
     "ex2-sg-bytes": (1608, 160),
