@@ -323,7 +323,7 @@ def skb_realloc_headroom(skb: Skb, headroom: int) -> tuple[Skb, int]:
     original is left as it was (the caller frees it).  Returns ``(new skb,
     bytes memcpy'd)``.
 
-    Kernel: net/core/skbuff.c skb_realloc_headroom (2.6.20): when the room
+    Kernel: net/core/skbuff.c skb_realloc_headroom (2.6.20, sagsango/linux-2.6.20): when the room
     already suffices, a pskb_copy (the linear data copied); otherwise a
     clone given a private buffer by pskb_expand_head with the shortfall
     rounded up by SKB_DATA_ALIGN (head to tail copied).

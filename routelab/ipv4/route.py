@@ -76,7 +76,7 @@ JHASH_GOLDEN_RATIO = 0x9E3779B9
 def rt_hash_size(ram_mb: int, rhash_entries: int | None = None) -> int:
     """Number of route-cache hash buckets, as ``ip_rt_init`` sizes them.
 
-    Kernel: net/ipv4/route.c ip_rt_init (2.4.24, 2.6.0; linux-history).  The
+    Kernel: net/ipv4/route.c ip_rt_init (2.4.24, 2.6.0; MaximeChretien/linux-history).  The
     goal is one page of table per 64 MB of RAM, counted in whole pages:
     ``num_physpages >> (26 - PAGE_SHIFT)``, so the division rounds *down*
     (a 127 MB box asks for one page, a 128 MB box for two); the table is

@@ -330,8 +330,8 @@ def gauge_figure(gauges: dict[str, Gauge]):
         ax.set_title(label)
         ax.legend(loc="upper right", fontsize=7, ncols=2)
         ax.set_xlim(0, tmax)
-        refused = (f", {early} EAGAIN{'s' if early != 1 else ''} before the first fragment "
-                   f"(nothing sent)" if early else "")
+        refused = f", {_n(early, 'EAGAIN')} before the first fragment (nothing sent)" \
+            if early else ""
         parts.append(f"{label}: {_n(g.delivered, 'datagram')} sent whole, "
                      f"{_n(g.incomplete, 'attempt')} cut short{refused}, peak "
                      f"{g.wmem.max():,} B charged against sndbuf {g.sndbuf:,} B")

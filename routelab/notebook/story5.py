@@ -20,9 +20,12 @@ import numpy as np
 from ..core.skbuff import ip_to_int
 from ..ipv4.fib_trie import FibTrie, Leaf
 from ..ipv4.fnhe import FNHE_HASH_SIZE, FNHE_RECLAIM_DEPTH, NexthopExceptions
+from ..kernels import kernel_profile
 from ..result import Result
 from ..scenarios import diversity, rcu, worm
+from ..scenarios.common import sysctl_of
 from ..scenarios.story1_study import thresholds
+from ..sysctl import resolve_sysctl, validate_all
 from .plots import OKABE_ITO, new_figure
 from .widgets import Explorer
 
@@ -189,9 +192,11 @@ def _sweep(kernels: tuple, dests: tuple, duration: float, seed: int, items: tupl
 
 
 def cache_setup(kernel: str = "2.6.0", **knobs) -> dict:
-    """The route-cache sysctls the diversity scenario runs ``kernel`` with (a short run's)."""
-    run = diversity.run(kernel=kernel, destinations=1, duration=0.1, **knobs)
-    return dict(run.config.sysctl)
+    """The route-cache sysctls the diversity scenario runs ``kernel`` with: its knobs
+    resolved as its router resolves them (``routelab.sysctl.resolve_sysctl``), no run."""
+    values = validate_all(diversity.KNOBS, {"kernel": kernel, **knobs})
+    return resolve_sysctl(kernel_profile(values["kernel"]),
+                          dict(sysctl_of(values), rp_filter=values["rp_filter"]))
 
 
 def diversity_sweep(kernels=KERNELS, dests=DESTS, duration: float = 2.0, seed: int = 1,

@@ -328,7 +328,7 @@ def output_headroom(headroom: int, cow: str = "normal", ll_reserved: int = 16) -
 
     ``skb_cow`` in ip_forward makes that room (a copy, when it must).  The
     OpenVZ hack skips it, but 2.6.20's output path checks again:
-    ``ip_finish_output2`` (net/ipv4/ip_output.c, 2.6.20) finds the headroom
+    ``ip_finish_output2`` (net/ipv4/ip_output.c, 2.6.20, sagsango/linux-2.6.20) finds the headroom
     short for a device with a hard_header and replaces the skb by
     ``skb_realloc_headroom``'s copy before the header goes on.  So the skip
     does not overrun the buffer; it moves the copy one function later (and,
